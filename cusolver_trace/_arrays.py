@@ -1,0 +1,124 @@
+"""Input kinds and validation shared by every array-level routine.
+
+Accepted: torch tensors (CUDA -> cuSOLVER; CPU -> LAPACK), CuPy arrays (->
+cuSOLVER, zero-copy through DLPack) and NumPy arrays (-> LAPACK). Results come
+back as the kind that went in. Validation happens before any work (SciPy /
+``cupyx.lapack`` order): kind, ndim, square, dtype, device.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._dtypes import DtypeInfo, dtype_info
+
+
+@dataclass
+class Operand:
+    """One validated input: ``data`` is a torch tensor (cuda/cupy kinds) or a NumPy array (cpu)."""
+
+    kind: str  # "torch", "cupy", "numpy"
+    data: object
+    dtype: DtypeInfo
+    on_gpu: bool
+
+    @property
+    def shape(self):
+        return tuple(self.data.shape)
+
+    @property
+    def batch_shape(self):
+        return self.shape[:-2]
+
+
+def _is_torch(x):
+    import torch
+
+    return isinstance(x, torch.Tensor)
+
+
+def _is_cupy(x):
+    mod = type(x).__module__
+    return mod.startswith("cupy") and hasattr(x, "__dlpack__")
+
+
+def operand(x, name: str) -> Operand:
+    """Classify and validate ``x`` (at least 2-D, supported dtype).
+
+    Raises
+    ------
+    TypeError  unsupported array type or dtype (names the supported dtypes)
+    ValueError fewer than 2 dimensions
+    """
+    if _is_torch(x):
+        import torch
+
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: sparse or non-strided tensors are not supported")
+        kind, on_gpu = "torch", x.is_cuda
+        if not on_gpu and x.device.type != "cpu":
+            raise ValueError(f"{name}: device {x.device} is not supported (use cuda or cpu)")
+        data = x
+    elif _is_cupy(x):
+        kind, on_gpu = "cupy", True
+        data = None  # converted after the checks below
+    elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
+        kind, on_gpu = "numpy", False
+        data = np.asarray(x)
+    else:
+        raise TypeError(
+            f"{name}: expected a torch.Tensor, cupy.ndarray or numpy.ndarray, got {type(x).__name__}"
+        )
+    ndim = x.ndim if data is None else data.ndim
+    if ndim < 2:
+        raise ValueError(f"{name}: expected a matrix or a batch of matrices (..., n, n), got "
+                         f"{ndim}-D input of shape {tuple(x.shape)}")
+    dt = dtype_info(x.dtype if data is None else data.dtype)
+    if data is None:
+        import torch
+
+        data = torch.from_dlpack(x)
+    return Operand(kind, data, dt, on_gpu)
+
+
+def require_square(op: Operand, name: str) -> int:
+    n, m = op.shape[-2:]
+    if n != m:
+        raise ValueError(f"{name}: expected square matrices (..., n, n), got shape {op.shape}")
+    return n
+
+
+def same_backend(a: Operand, b: Operand, names=("L", "B")) -> None:
+    """Both on the GPU (same device) or both on the CPU; same dtype."""
+    if a.on_gpu != b.on_gpu:
+        where = lambda o: str(o.data.device) if o.on_gpu else "cpu"  # noqa: E731
+        raise ValueError(f"{names[0]} is on {where(a)} but {names[1]} is on {where(b)}: "
+                         "move both to the same device")
+    if a.on_gpu and a.data.device != b.data.device:
+        raise ValueError(f"{names[0]} is on {a.data.device} but {names[1]} is on {b.data.device}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{names[0]} has dtype {a.dtype.name} but {names[1]} has {b.dtype.name}: "
+                        "they must match")
+
+
+def as_numpy(op: Operand) -> np.ndarray:
+    """NumPy view of a CPU operand with conjugate / negative bits resolved (may share memory)."""
+    if op.kind == "numpy":
+        return op.data
+    return op.data.resolve_conj().resolve_neg().numpy()
+
+
+def wrap(result, like: Operand):
+    """Return ``result`` (torch tensor or NumPy array) as the kind of ``like``."""
+    if like.kind == "numpy":
+        return result if isinstance(result, np.ndarray) else result.cpu().numpy()
+    if like.kind == "cupy":
+        import cupy
+
+        return cupy.from_dlpack(result)
+    if isinstance(result, np.ndarray):
+        import torch
+
+        return torch.from_numpy(result)
+    return result

@@ -1,0 +1,151 @@
+"""Exceptions raised by cusolver-trace.
+
+LAPACK-style numerical failures are :class:`numpy.linalg.LinAlgError`
+subclasses (as in SciPy); bad arguments are ``ValueError`` / ``TypeError``;
+non-success status codes of the libraries are :class:`LibraryStatusError`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "NotPositiveDefiniteError",
+    "SingularFactorError",
+    "IllegalArgumentError",
+    "LibraryStatusError",
+    "CuSolverStatusError",
+    "CuBlasStatusError",
+    "GPUUnavailableError",
+]
+
+
+def _batch_part(batch_index, batch_shape) -> str:
+    if batch_index is None:
+        return ""
+    where = f"(Batch element {batch_index})"
+    if batch_shape is not None and len(batch_shape) > 1:
+        idx = np.unravel_index(batch_index, batch_shape)
+        where = f"(Batch element {batch_index}, index {tuple(int(i) for i in idx)})"
+    return f" {where}:"
+
+
+class NotPositiveDefiniteError(np.linalg.LinAlgError):
+    """The leading minor of order ``order`` is not positive definite.
+
+    Raised by potrf-based routines when LAPACK/cuSOLVER return ``info > 0``.
+    The message follows torch's ``linalg.cholesky`` wording.
+
+    Attributes
+    ----------
+    routine : str      the routine or function that failed (``"cusolverDnXpotrf"``)
+    order : int        the ``info`` value: order of the failing leading minor (1-based)
+    batch_index : int or None  flat index of the failing matrix in the batch
+    """
+
+    def __init__(self, routine: str, order: int, batch_index=None, batch_shape=None):
+        self.routine = routine
+        self.order = int(order)
+        self.batch_index = None if batch_index is None else int(batch_index)
+        super().__init__(
+            f"{routine}:{_batch_part(batch_index, batch_shape)} The factorization could "
+            f"not be completed because the input is not positive-definite (the leading "
+            f"minor of order {self.order} is not positive-definite)."
+        )
+
+
+class SingularFactorError(np.linalg.LinAlgError):
+    """A triangular factor has an exact zero on its diagonal (potri/trtri ``info > 0``).
+
+    Attributes: ``routine``, ``index`` (1-based diagonal position), ``batch_index``.
+    """
+
+    def __init__(self, routine: str, index: int, batch_index=None, batch_shape=None):
+        self.routine = routine
+        self.index = int(index)
+        self.batch_index = None if batch_index is None else int(batch_index)
+        super().__init__(
+            f"{routine}:{_batch_part(batch_index, batch_shape)} The diagonal element "
+            f"{self.index} is zero, the inversion could not be completed because the "
+            f"input matrix is singular."
+        )
+
+
+class IllegalArgumentError(ValueError):
+    """``info < 0`` from a LAPACK/cuSOLVER routine: argument ``-info`` had an illegal value.
+
+    This indicates a bug in the caller of the routine (here: in cusolver-trace),
+    not bad data.
+    """
+
+    def __init__(self, routine: str, info: int, batch_index=None):
+        self.routine = routine
+        self.info = int(info)
+        self.batch_index = batch_index
+        super().__init__(
+            f"{routine}: parameter {-self.info} had an illegal value (info = {self.info})"
+            + ("" if batch_index is None else f" in batch element {batch_index}")
+        )
+
+
+class LibraryStatusError(RuntimeError):
+    """A cuSOLVER or cuBLAS call returned a non-success status."""
+
+    library = "library"
+    _NAMES: dict = {}
+
+    def __init__(self, routine: str, status: int, detail: str = ""):
+        self.routine = routine
+        self.status = int(status)
+        self.status_name = self._NAMES.get(self.status, f"UNKNOWN_STATUS_{self.status}")
+        msg = f"{routine} returned {self.status_name} ({self.status})"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)
+
+
+class CuSolverStatusError(LibraryStatusError):
+    """Non-success ``cusolverStatus_t``."""
+
+    library = "cuSOLVER"
+    _NAMES = {
+        0: "CUSOLVER_STATUS_SUCCESS",
+        1: "CUSOLVER_STATUS_NOT_INITIALIZED",
+        2: "CUSOLVER_STATUS_ALLOC_FAILED",
+        3: "CUSOLVER_STATUS_INVALID_VALUE",
+        4: "CUSOLVER_STATUS_ARCH_MISMATCH",
+        5: "CUSOLVER_STATUS_MAPPING_ERROR",
+        6: "CUSOLVER_STATUS_EXECUTION_FAILED",
+        7: "CUSOLVER_STATUS_INTERNAL_ERROR",
+        8: "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED",
+        9: "CUSOLVER_STATUS_NOT_SUPPORTED",
+        10: "CUSOLVER_STATUS_ZERO_PIVOT",
+        11: "CUSOLVER_STATUS_INVALID_LICENSE",
+        12: "CUSOLVER_STATUS_IRS_PARAMS_NOT_INITIALIZED",
+        13: "CUSOLVER_STATUS_IRS_PARAMS_INVALID",
+        15: "CUSOLVER_STATUS_IRS_INTERNAL_ERROR",
+        16: "CUSOLVER_STATUS_IRS_NOT_SUPPORTED",
+        20: "CUSOLVER_STATUS_IRS_OUT_OF_RANGE",
+        33: "CUSOLVER_STATUS_INVALID_WORKSPACE",
+    }
+
+
+class CuBlasStatusError(LibraryStatusError):
+    """Non-success ``cublasStatus_t``."""
+
+    library = "cuBLAS"
+    _NAMES = {
+        0: "CUBLAS_STATUS_SUCCESS",
+        1: "CUBLAS_STATUS_NOT_INITIALIZED",
+        3: "CUBLAS_STATUS_ALLOC_FAILED",
+        7: "CUBLAS_STATUS_INVALID_VALUE",
+        8: "CUBLAS_STATUS_ARCH_MISMATCH",
+        11: "CUBLAS_STATUS_MAPPING_ERROR",
+        13: "CUBLAS_STATUS_EXECUTION_FAILED",
+        14: "CUBLAS_STATUS_INTERNAL_ERROR",
+        15: "CUBLAS_STATUS_NOT_SUPPORTED",
+        16: "CUBLAS_STATUS_LICENSE_ERROR",
+    }
+
+
+class GPUUnavailableError(RuntimeError):
+    """The CUDA backend cannot run here (no GPU, or CuPy / nvmath-python missing)."""

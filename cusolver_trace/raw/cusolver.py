@@ -1,0 +1,197 @@
+"""Raw cuSOLVER dense (cusolverDn) calls, 1:1 with the C API.
+
+Each function takes exactly the C routine's arguments, in the same order, with
+device pointers as Python ints; the type-generic legacy routines take the
+LAPACK type letter ``t`` (``"s"``, ``"d"``, ``"c"``, ``"z"``) first, and the
+names ``Spotrf``, ``Dpotrf``, ... ``Zpotrs`` are bound to it (module-level
+aliases, one per C function ``cusolverDn<T>potrf`` ...). Nothing here
+allocates, copies, synchronizes or checks ``devInfo``: that is the job of
+:mod:`cusolver_trace.routines`.
+
+Where CuPy binds a routine (``cupy.cuda.cusolver``: potrf, potrs,
+potrfBatched, potrsBatched, handle and stream functions) it is called through
+CuPy; CuPy sets the handle's stream to CuPy's *current* stream on each call,
+so callers make torch's stream CuPy's current stream first (see
+:mod:`cusolver_trace._gpu`). Routines CuPy does not bind (potri, the 64-bit
+``X`` API, ``Xtrtri``, lauum, ``cusolverDnParams``, ``cusolverGetVersion``)
+go through ``nvmath.bindings.cusolverDn``, which leaves the stream as set.
+
+A non-success ``cusolverStatus_t`` raises
+:class:`~cusolver_trace.errors.CuSolverStatusError` naming the routine.
+"""
+from __future__ import annotations
+
+from . import _load
+from ._status import solver as _solver
+
+# cublasFillMode_t / cublasDiagType_t / libraryPropertyType
+LOWER, UPPER = 0, 1
+NON_UNIT, UNIT = 0, 1
+MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL = 0, 1, 2
+
+
+def _name(t: str, base: str) -> str:
+    return f"cusolverDn{t.upper()}{base}"
+
+
+# -- handle, stream, params, version -------------------------------------------------
+
+def create() -> int:
+    """``cusolverDnCreate`` -> handle."""
+    cs = _load.cupy_cusolver()
+    return _solver("cusolverDnCreate", cs.create)
+
+
+def destroy(handle: int) -> None:
+    """``cusolverDnDestroy``."""
+    cs = _load.cupy_cusolver()
+    _solver("cusolverDnDestroy", cs.destroy, handle)
+
+
+def setStream(handle: int, streamId: int) -> None:
+    """``cusolverDnSetStream``."""
+    cs = _load.cupy_cusolver()
+    _solver("cusolverDnSetStream", cs.setStream, handle, streamId)
+
+
+def getStream(handle: int) -> int:
+    """``cusolverDnGetStream`` -> stream pointer."""
+    cs = _load.cupy_cusolver()
+    return _solver("cusolverDnGetStream", cs.getStream, handle)
+
+
+def createParams() -> int:
+    """``cusolverDnCreateParams`` -> params (default algorithm, as torch uses)."""
+    dn = _load.nvmath_cusolverDn()
+    return _solver("cusolverDnCreateParams", dn.create_params)
+
+
+def destroyParams(params: int) -> None:
+    """``cusolverDnDestroyParams``."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnDestroyParams", dn.destroy_params, params)
+
+
+def getVersion() -> int:
+    """``cusolverGetVersion`` of the loaded libcusolver (e.g. 12004 for 12.0.4)."""
+    return _solver("cusolverGetVersion", _load.nvmath_cusolver().get_version)
+
+
+def getProperty(type: int) -> int:
+    """``cusolverGetProperty(MAJOR_VERSION | MINOR_VERSION | PATCH_LEVEL)``."""
+    return _solver("cusolverGetProperty", _load.nvmath_cusolver().get_property, type)
+
+
+# -- legacy 32-bit API, through CuPy --------------------------------------------------
+
+def potrf_bufferSize(t, handle, uplo, n, A, lda) -> int:
+    """``cusolverDn<t>potrf_bufferSize`` -> Lwork (in elements)."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}potrf_bufferSize")
+    return _solver(_name(t, "potrf_bufferSize"), fn, handle, uplo, n, A, lda)
+
+
+def potrf(t, handle, uplo, n, A, lda, Workspace, Lwork, devInfo) -> None:
+    """``cusolverDn<t>potrf``: Cholesky factor of the ``uplo`` triangle of column-major A, in place."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}potrf")
+    _solver(_name(t, "potrf"), fn, handle, uplo, n, A, lda, Workspace, Lwork, devInfo)
+
+
+def potrs(t, handle, uplo, n, nrhs, A, lda, B, ldb, devInfo) -> None:
+    """``cusolverDn<t>potrs``: solve A X = B with A's Cholesky factor; B overwritten by X."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}potrs")
+    _solver(_name(t, "potrs"), fn, handle, uplo, n, nrhs, A, lda, B, ldb, devInfo)
+
+
+def potrfBatched(t, handle, uplo, n, Aarray, lda, infoArray, batchSize) -> None:
+    """``cusolverDn<t>potrfBatched``; ``Aarray`` is a device array of device pointers."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}potrfBatched")
+    _solver(_name(t, "potrfBatched"), fn, handle, uplo, n, Aarray, lda, infoArray, batchSize)
+
+
+def potrsBatched(t, handle, uplo, n, nrhs, Aarray, lda, Barray, ldb, info, batchSize) -> None:
+    """``cusolverDn<t>potrsBatched`` (cuSOLVER accepts ``nrhs == 1`` only)."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}potrsBatched")
+    _solver(_name(t, "potrsBatched"), fn, handle, uplo, n, nrhs, Aarray, lda, Barray, ldb, info,
+            batchSize)
+
+
+# -- legacy 32-bit API that CuPy does not bind, through nvmath ------------------------
+
+def potri_bufferSize(t, handle, uplo, n, A, lda) -> int:
+    """``cusolverDn<t>potri_bufferSize`` -> Lwork (in elements)."""
+    fn = getattr(_load.nvmath_cusolverDn(), f"{t}potri_buffer_size")
+    return _solver(_name(t, "potri_bufferSize"), fn, handle, uplo, n, A, lda)
+
+
+def potri(t, handle, uplo, n, A, lda, work, lwork, devInfo) -> None:
+    """``cusolverDn<t>potri``: inverse from the Cholesky factor, written to the ``uplo`` triangle only."""
+    fn = getattr(_load.nvmath_cusolverDn(), f"{t}potri")
+    _solver(_name(t, "potri"), fn, handle, uplo, n, A, lda, work, lwork, devInfo)
+
+
+def lauum_bufferSize(t, handle, uplo, n, A, lda) -> int:
+    """``cusolverDn<t>lauum_bufferSize`` -> Lwork (in elements)."""
+    fn = getattr(_load.nvmath_cusolverDn(), f"{t}lauum_buffer_size")
+    return _solver(_name(t, "lauum_bufferSize"), fn, handle, uplo, n, A, lda)
+
+
+def lauum(t, handle, uplo, n, A, lda, work, lwork, devInfo) -> None:
+    """``cusolverDn<t>lauum``: U Uᴴ or Lᴴ L of a triangular matrix, in place."""
+    fn = getattr(_load.nvmath_cusolverDn(), f"{t}lauum")
+    _solver(_name(t, "lauum"), fn, handle, uplo, n, A, lda, work, lwork, devInfo)
+
+
+# -- 64-bit generic API, through nvmath ------------------------------------------------
+
+def Xpotrf_bufferSize(handle, params, uplo, n, dataTypeA, A, lda, computeType) -> tuple[int, int]:
+    """``cusolverDnXpotrf_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
+    dn = _load.nvmath_cusolverDn()
+    return tuple(_solver("cusolverDnXpotrf_bufferSize", dn.xpotrf_buffer_size, handle, params, uplo,
+                         n, dataTypeA, A, lda, computeType))
+
+
+def Xpotrf(handle, params, uplo, n, dataTypeA, A, lda, computeType, bufferOnDevice,
+           workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info) -> None:
+    """``cusolverDnXpotrf`` (64-bit API): the routine torch's batch-1 ``linalg.cholesky`` calls."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnXpotrf", dn.xpotrf, handle, params, uplo, n, dataTypeA, A, lda, computeType,
+            bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info)
+
+
+def Xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb, info) -> None:
+    """``cusolverDnXpotrs`` (64-bit API): the routine torch's ``cholesky_inverse`` / ``cholesky_solve`` call."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnXpotrs", dn.xpotrs, handle, params, uplo, n, nrhs, dataTypeA, A, lda,
+            dataTypeB, B, ldb, info)
+
+
+def Xtrtri_bufferSize(handle, uplo, diag, n, dataTypeA, A, lda) -> tuple[int, int]:
+    """``cusolverDnXtrtri_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
+    dn = _load.nvmath_cusolverDn()
+    return tuple(_solver("cusolverDnXtrtri_bufferSize", dn.xtrtri_buffer_size, handle, uplo, diag, n,
+                         dataTypeA, A, lda))
+
+
+def Xtrtri(handle, uplo, diag, n, dataTypeA, A, lda, bufferOnDevice, workspaceInBytesOnDevice,
+           bufferOnHost, workspaceInBytesOnHost, devInfo) -> None:
+    """``cusolverDnXtrtri``: inverse of a triangular matrix, in place."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnXtrtri", dn.xtrtri, handle, uplo, diag, n, dataTypeA, A, lda, bufferOnDevice,
+            workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, devInfo)
+
+
+# -- the C names, one per type: Spotrf, Dpotrf, ..., Zpotri_bufferSize ----------------
+
+def _bind_typed_names():
+    import functools
+
+    g = globals()
+    for base in ("potrf_bufferSize", "potrf", "potrs", "potrfBatched", "potrsBatched",
+                 "potri_bufferSize", "potri", "lauum_bufferSize", "lauum"):
+        for t in "sdcz":
+            f = functools.partial(g[base], t)
+            f.__doc__ = f"``{_name(t, base)}`` — see :func:`{base}`."
+            g[f"{t.upper()}{base}"] = f
+
+
+_bind_typed_names()

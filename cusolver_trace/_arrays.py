@@ -63,17 +63,17 @@ def operand(x, name: str) -> Operand:
     elif _is_cupy(x):
         kind, on_gpu = "cupy", True
         data = None  # converted after the checks below
-    elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
+    elif isinstance(x, (np.ndarray, list, tuple)):
         kind, on_gpu = "numpy", False
         data = np.asarray(x)
     else:
         raise TypeError(
             f"{name}: expected a torch.Tensor, cupy.ndarray or numpy.ndarray, got {type(x).__name__}"
         )
-    ndim = x.ndim if data is None else data.ndim
-    if ndim < 2:
+    shape = tuple(x.shape if data is None else data.shape)
+    if len(shape) < 2:
         raise ValueError(f"{name}: expected a matrix or a batch of matrices (..., n, n), got "
-                         f"{ndim}-D input of shape {tuple(x.shape)}")
+                         f"{len(shape)}-D input of shape {shape}")
     dt = dtype_info(x.dtype if data is None else data.dtype)
     if data is None:
         import torch

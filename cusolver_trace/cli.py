@@ -25,9 +25,10 @@ def _csv(kind):
 
 
 def _console():
+    """Rich console; when output is piped (logs, CI) use a wide fixed width so tables stay whole."""
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def default_device() -> str:

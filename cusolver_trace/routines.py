@@ -89,14 +89,21 @@ def _empty_result(like: Operand, shape, info_shape):
 
 
 def _flag_nonfinite_pivots(l, info):
-    """cuSOLVER's potrf can return info = 0 on NaN input; report the first non-finite
-    diagonal entry of the factor as LAPACK's ``?potrf`` does (it stops at a NaN pivot)."""
+    """cuSOLVER's potrf (and OpenBLAS's) can return info = 0 on NaN input; report the
+    first non-finite diagonal entry of the factor as Reference LAPACK's ``?potrf`` does
+    (it stops at a NaN pivot). ``info`` has the batch shape; no host synchronization."""
+    shape = info.shape
+    if isinstance(l, np.ndarray):
+        bad = ~np.isfinite(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
+        first = (bad.argmax(axis=-1) + 1).astype(np.int32)
+        flat = info.reshape(-1)
+        return np.where((flat == 0) & bad.any(axis=-1), first, flat).reshape(shape)
     import torch
 
-    d = l.diagonal(dim1=-2, dim2=-1).reshape(info.shape[0], -1)
-    bad = ~torch.isfinite(d)
+    bad = ~torch.isfinite(l.diagonal(dim1=-2, dim2=-1)).reshape(-1, l.shape[-1])
     first = bad.to(torch.int32).argmax(dim=-1).to(torch.int32) + 1
-    return torch.where((info == 0) & bad.any(dim=-1), first, info)
+    flat = info.reshape(-1)
+    return torch.where((flat == 0) & bad.any(dim=-1), first, flat).reshape(shape)
 
 
 def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
@@ -146,11 +153,11 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     if a.on_gpu:
         gapi = _gpu_api(api, batch)
         l, info = _cuda().potrf(a.data, upper, gapi)
-        info = _flag_nonfinite_pivots(l, info).reshape(batch_shape)
         routine = _routine(a.dtype, "potrf", True, gapi)
     else:
         l, info = _cpu.potrf(as_numpy(a), upper)
         routine = _routine(a.dtype, "potrf", False)
+    info = _flag_nonfinite_pivots(l, info.reshape(batch_shape))
     if check:
         raise_for_info(routine, info, batch_shape)
     return wrap(l, a), wrap(info, a)

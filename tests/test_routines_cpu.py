@@ -1,0 +1,186 @@
+"""Array-level routines on the CPU (LAPACK through scipy): known answers, every dtype, errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import cusolver_trace as ct
+from cusolver_trace import checks, routines
+from cusolver_trace.matrices import spd
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+
+
+def test_two_by_two_hand_computed():
+    # A = [[4, 2], [2, 5]]  ->  L = [[2, 0], [1, 2]]  (2*2 = 4, 1*2 = 2, 1 + 4 = 5)
+    A = np.array([[4.0, 2.0], [2.0, 5.0]])
+    L, info = routines.potrf(A)
+    assert info == 0
+    np.testing.assert_array_equal(L, [[2.0, 0.0], [1.0, 2.0]])
+    U, _ = routines.potrf(A, upper=True)
+    np.testing.assert_array_equal(U, [[2.0, 1.0], [0.0, 2.0]])
+    # A^-1 = [[5, -2], [-2, 4]] / 16, exact in binary
+    for method in ("potrs", "potri"):
+        np.testing.assert_array_equal(routines.cholesky_inverse(L, method=method),
+                                      np.array([[5.0, -2.0], [-2.0, 4.0]]) / 16)
+    np.testing.assert_array_equal(routines.trtri(L), [[0.5, 0.0], [-0.25, 0.5]])
+
+
+def test_classic_3x3_exact():
+    A = torch.tensor([[4.0, 12, -16], [12, 37, -43], [-16, -43, 98]], dtype=torch.float64)
+    L, info = routines.potrf(A)
+    assert isinstance(L, torch.Tensor) and int(info) == 0
+    torch.testing.assert_close(L, torch.tensor([[2.0, 0, 0], [6, 1, 0], [-8, 5, 3]], dtype=torch.float64),
+                               rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_lapack_ratios_every_dtype(dtype, upper):
+    A = spd(40, batch=(3,), cond=1e3, dtype=dtype, seed=3)
+    L, info = routines.potrf(A, upper=upper)
+    assert L.dtype == A.dtype and L.shape == A.shape and (info == 0).all()
+    assert checks.pot01(A, L, upper=upper) < 30
+    B = torch.randn(3, 40, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).to(A.dtype)
+    X = routines.potrs(L, B, upper=upper)
+    assert X.shape == B.shape and checks.pot02(A, X, B) < 30
+    for method in ("potrs", "potri"):
+        Ainv = routines.cholesky_inverse(L, upper=upper, method=method)
+        assert checks.pot03(A, Ainv) < 30, method
+    # potri's inverse is exactly Hermitian (mirror of the computed triangle)
+    assert checks.asymmetry(routines.potri(L, upper=upper)) == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_in_numpy_out_matches_scipy(dtype):
+    import scipy.linalg
+
+    A = spd(17, dtype=dtype, seed=5).numpy()
+    L, info = routines.potrf(A)
+    assert isinstance(L, np.ndarray) and L.dtype == A.dtype and info.shape == ()
+    np.testing.assert_array_equal(L, scipy.linalg.cholesky(A, lower=True))
+
+
+def test_only_declared_triangle_is_read():
+    A = spd(9, batch=(2,), seed=1)
+    garbage = torch.randn(2, 9, 9, dtype=torch.float64)
+    for upper in (False, True):
+        keep = A.triu() if upper else A.tril()
+        noisy = keep + (garbage.tril(-1) if upper else garbage.triu(1))
+        noisy[0, 0, -1 if not upper else 0] = float("nan") if not upper else noisy[0, 0, 0]
+        L1, _ = routines.potrf(A, upper=upper)
+        L2, _ = routines.potrf(noisy, upper=upper)
+        assert checks.bitwise_equal(L1, L2)
+        garbage_factor = L1 + (garbage.tril(-1) if upper else garbage.triu(1))
+        assert checks.bitwise_equal(routines.cholesky_inverse(L1, upper=upper, method="potri"),
+                                    routines.cholesky_inverse(garbage_factor, upper=upper, method="potri"))
+
+
+def test_not_positive_definite_names_minor_and_batch_element():
+    A = spd(12, batch=(2, 3), seed=2)
+    A[1, 2, 7, 7] = -5.0  # leading minor of order 8 of batch element (1, 2) = flat 5
+    with pytest.raises(ct.NotPositiveDefiniteError) as e:
+        routines.potrf(A)
+    assert e.value.order == 8 and e.value.batch_index == 5
+    assert "leading minor of order 8" in str(e.value) and "Batch element 5" in str(e.value)
+    assert isinstance(e.value, np.linalg.LinAlgError)
+    L, info = routines.potrf(A, check=False)
+    expected = torch.zeros(2, 3, dtype=torch.int32)
+    expected[1, 2] = 8
+    assert torch.equal(info, expected)
+
+
+def test_unbatched_message_has_no_batch_number():
+    A = -torch.eye(3, dtype=torch.float64)
+    with pytest.raises(ct.NotPositiveDefiniteError, match=r"dpotrf: The factorization.*order 1 "):
+        routines.potrf(A)
+
+
+def test_nan_input_reported_as_failure():
+    with pytest.raises(ct.NotPositiveDefiniteError):
+        routines.potrf(np.full((2, 2), np.nan))
+
+
+@pytest.mark.parametrize("method", ["potrs", "potri"])
+def test_singular_factor_flagged(method):
+    L = np.zeros((3, 3))
+    with pytest.raises(ct.SingularFactorError, match="diagonal element 1 is zero"):
+        routines.cholesky_inverse(L, method=method)
+    L = np.eye(3, dtype=np.complex128)
+    L[2, 2] = 0
+    with pytest.raises(ct.SingularFactorError, match="diagonal element 3"):
+        routines.cholesky_inverse(L, method=method)
+
+
+@pytest.mark.parametrize("bad", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
+def test_unsupported_dtypes(bad):
+    with pytest.raises(TypeError, match="float32, float64, complex64, complex128"):
+        routines.potrf(torch.ones(3, 3, dtype=bad))
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match="square"):
+        routines.potrf(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="1-D"):
+        routines.potrf(np.ones(3))
+    L = np.eye(3)
+    with pytest.raises(ValueError, match="rows"):
+        routines.potrs(L, np.ones((4, 1)))
+    with pytest.raises(ValueError, match="broadcast"):
+        routines.potrs(np.stack([L, L]), np.ones((3, 3, 1)))
+    with pytest.raises(TypeError, match="dtype"):
+        routines.potrs(L, np.ones((3, 1), dtype=np.float32))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        routines.potrf("not an array")
+    with pytest.raises(ValueError, match="method"):
+        routines.cholesky_inverse(L, method="magic")
+    with pytest.raises(ValueError, match="CUDA"):
+        routines.cholesky_inverse(L, method="trsm")
+
+
+def test_inputs_not_modified_and_views():
+    A = spd(10, batch=(2,), dtype="complex128", seed=4)
+    Ah = A.mH  # A is Hermitian: same matrix, a transposed + conj view
+    before, strides = A.clone(), A.stride()
+    L, _ = routines.potrf(A)
+    assert torch.equal(A, before) and A.stride() == strides
+    L2, _ = routines.potrf(Ah)
+    assert checks.bitwise_equal(L, L2)
+    Lc, _ = routines.potrf(A.conj().resolve_conj().conj())  # conj of a conj view
+    assert checks.bitwise_equal(L, Lc)
+    big = torch.zeros(2, 20, 20, dtype=A.dtype)
+    big[:, ::2, ::2] = A  # strided, non-contiguous slice
+    Ls, _ = routines.potrf(big[:, ::2, ::2])
+    assert checks.bitwise_equal(L, Ls)
+    Lbefore = L.clone()
+    routines.cholesky_inverse(L)
+    routines.potrs(L, torch.ones(2, 10, 1, dtype=A.dtype))
+    assert torch.equal(L, Lbefore)
+
+
+def test_n_n_and_1_n_n_identical():
+    A = spd(8, seed=9)
+    L1, i1 = routines.potrf(A)
+    L2, i2 = routines.potrf(A[None])
+    assert L2.shape == (1, 8, 8) and i2.shape == (1,) and i1.shape == ()
+    assert checks.bitwise_equal(L1, L2[0])
+
+
+def test_empty_inputs():
+    L, info = routines.potrf(torch.zeros(0, 0))
+    assert L.shape == (0, 0) and info.shape == ()
+    L, info = routines.potrf(np.zeros((0, 4, 4)))
+    assert L.shape == (0, 4, 4) and info.shape == (0,)
+    assert routines.cholesky_inverse(np.zeros((2, 0, 0))).shape == (2, 0, 0)
+    assert routines.potrs(np.eye(3), np.zeros((3, 0))).shape == (3, 0)
+
+
+def test_gpu_call_without_gpu_says_what_is_missing(monkeypatch):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from cusolver_trace.raw import _load, cusolver
+
+    _load.torch_cuda.cache_clear()
+    with pytest.raises(ct.GPUUnavailableError, match="no CUDA GPU"):
+        cusolver.create()

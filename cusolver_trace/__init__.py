@@ -24,3 +24,33 @@ from .errors import (
 )
 
 __version__ = "0.1.0"
+
+from .routines import INVERSE_METHODS, cholesky_inverse, potrf, potri, potrs, trtri
+
+_LAZY = {
+    "compare": ("compare", "compare"),
+    "Comparison": ("compare", "Comparison"),
+    "replay": ("replay", "replay"),
+    "torch_path": ("replay", "torch_path"),
+    "versions": ("versions", "versions"),
+    "trace": ("trace", "trace"),
+    "Trace": ("trace", "Trace"),
+}
+
+
+def __getattr__(name):  # lazy: keeps ``import cusolver_trace`` light
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'cusolver_trace' has no attribute {name!r}")
+
+
+__all__ = [
+    "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "INVERSE_METHODS",
+    "compare", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
+    "dtype_info", "SUPPORTED_DTYPES",
+    "NotPositiveDefiniteError", "SingularFactorError", "IllegalArgumentError",
+    "LibraryStatusError", "CuSolverStatusError", "CuBlasStatusError", "GPUUnavailableError",
+]

@@ -91,7 +91,7 @@ DISPATCH = [
     # op, versions, condition, backend, calls, replay, bitwise, rule
     ("cholesky", *_ANY, lambda b, n, k, p: b == 1, "cusolver", _XPOTRF, "potrf_X", True,
      "batch == 1"),
-    ("cholesky", *_ANY, lambda b, n, k, p: b > 1, "cusolver", ("cusolverDn{t}potrfBatched",),
+    ("cholesky", *_ANY, lambda b, n, k, p: b > 1, "cusolver", ("cusolverDn{T}potrfBatched",),
      "potrf_batched", True, "batch > 1"),
     ("cholesky_inverse", *_ANY, lambda b, n, k, p: b == 1, "cusolver", _XPOTRS, "potrs_identity_X",
      True, "batch == 1: identity RHS, nrhs = n"),
@@ -107,7 +107,7 @@ DISPATCH = [
     ("cholesky_solve", *_ANY, lambda b, n, k, p: b == 1, "cusolver", _XPOTRS, "potrs_X", True,
      "batch == 1"),
     ("cholesky_solve", *_OLD, lambda b, n, k, p: p == "cusolver" and k == 1, "cusolver",
-     ("cusolverDn{t}potrsBatched",), "potrs_batched", True,
+     ("cusolverDn{T}potrsBatched",), "potrs_batched", True,
      "batch > 1, preferred = cusolver, nrhs == 1"),
     ("cholesky_solve", *_OLD, lambda b, n, k, p: p == "cusolver", "cusolver",
      ("cusolverDnXpotrs × batch",), "potrs_X", True, "batch > 1, preferred = cusolver, nrhs > 1"),

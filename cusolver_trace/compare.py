@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ class Side:
     nonfinite: int
     asymmetry: float | None = None
     timing: Timing | None = None
+    error: str | None = None
 
     def to_dict(self):
         d = asdict(self)
@@ -210,7 +212,17 @@ def _torch_call(op, x, b, upper):
     return torch.cholesky_solve(b, x, upper=upper), None
 
 
-def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = None,
+def _torch_cpu_behaviour(op, x, b, upper) -> str:
+    """What torch's CPU path does with the same input (for non-finite CUDA results)."""
+    try:
+        out, _ = _torch_call(op, x.cpu(), None if b is None else b.cpu(), upper)
+    except Exception as exc:  # torch.linalg.LinAlgError and friends
+        return f"torch's CPU path raises {type(exc).__name__}: {exc}"
+    bad = int(checks.nonfinite_count(out))
+    return f"torch's CPU path returns {bad} non-finite entries" + (" too" if bad else " (all finite)")
+
+
+def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, preferred: str | None = None,
             torch_version: str | None = None, repeat: int = 20, warmup: int = 3,
             timing: bool = True, matrix: str | None = None, provenance: bool = True) -> Comparison:
     """Run torch's ``op`` and the replay of its library calls on the same inputs; compare.
@@ -222,6 +234,10 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
         Hermitian positive definite input (CUDA or CPU; float32, float64,
         complex64, complex128). For the inverse and solve, the factor is
         ``torch.linalg.cholesky(A, upper=upper)``, handed to both sides.
+    factor : torch.Tensor (..., n, n), optional
+        For the inverse and solve: use this factor as given (e.g. a singular
+        one) instead of factoring A; A defaults to ``L·Lᴴ`` (``Uᴴ·U``) for the
+        ratios.
     B : torch.Tensor (..., n, k), optional
         Right-hand sides for ``cholesky_solve`` (default: one column of seeded
         standard normal values).
@@ -247,6 +263,16 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
 
     if op not in OPS:
         raise ValueError(f"op must be one of {OPS}, got {op!r}")
+    if factor is not None:
+        if op == "cholesky":
+            raise ValueError("factor= is for cholesky_inverse and cholesky_solve")
+        if not isinstance(factor, torch.Tensor):
+            factor = torch.as_tensor(np.asarray(factor))
+        F = factor.triu() if upper else factor.tril()
+        if A is None:
+            A = F.mH @ F if upper else F @ F.mH
+    if A is None:
+        raise ValueError("compare needs A (or factor= for cholesky_inverse / cholesky_solve)")
     if not isinstance(A, torch.Tensor):
         A = torch.as_tensor(np.asarray(A))
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
@@ -260,6 +286,8 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
     notes = []
     if op == "cholesky":
         x = A
+    elif factor is not None:
+        x = factor
     else:
         x, finfo = torch.linalg.cholesky_ex(A, upper=upper)
         if bool((finfo != 0).any()):
@@ -275,28 +303,47 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
     path = torch_path(op, batch=batch, n=n, nrhs=None if b is None else b.shape[-1], dtype=dt.name,
                       device=device, torch_version=torch_version, preferred=preferred)
 
+    t_error = None
     with _preferred(preferred if device == "cuda" else None):
-        t_out, t_info = _torch_call(op, x, b, upper)
+        try:
+            t_out, t_info = _torch_call(op, x, b, upper)
+        except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot
+            t_error, t_out, t_info = str(exc), None, None
         r_out, r_info, _ = replay(op, x, b, upper=upper, path=path)
         timings = {}
-        if timing:
+        if timing and t_error is None:
             timings = time_calls(
                 {"torch": lambda: _torch_call(op, x, b, upper),
                  "replay": lambda: replay(op, x, b, upper=upper, path=path)},
                 device=A.device if device == "cuda" else None, warmup=warmup, repeat=repeat)
     if device == "cuda":
         torch.cuda.synchronize(A.device)
-    t_info_l = [0] * batch if t_info is None else [int(v) for v in t_info.reshape(-1).cpu()]
     r_info_l = [int(v) for v in r_info.reshape(-1).cpu()]
-    if op != "cholesky":  # torch's potrs-type paths report nothing; replay info is argument checks
-        t_info_l = [0] * batch
-    info_agree = t_info_l == r_info_l
+    def first_failure(info):
+        return next(((i, v) for i, v in enumerate(info) if v), None)
 
-    bit = checks.bitwise_equal(t_out, r_out)
-    nan_mis = checks.nan_mismatches(t_out, r_out)
-    max_abs = float(checks.max_abs_diff(t_out, r_out))
-    max_ulp = int(checks.max_ulp_distance(t_out, r_out))
-    rel = float(checks.rel_fro_diff(t_out, r_out))
+    if t_error is not None:  # torch raised for the first failing matrix only
+        m = re.search(r"(?:diagonal element|order) (\d+)", t_error)
+        be = re.search(r"Batch element (\d+)", t_error)
+        t_info_l = [0] * batch
+        t_info_l[int(be.group(1)) if be else 0] = int(m.group(1)) if m else -1
+        info_agree = first_failure(t_info_l) == first_failure(r_info_l)
+    else:
+        if t_info is None or op != "cholesky":
+            # torch's potrs-type CUDA paths report nothing; the replay's info is argument checks only
+            t_info_l = [0] * batch
+        else:
+            t_info_l = [int(v) for v in t_info.reshape(-1).cpu()]
+        info_agree = t_info_l == r_info_l
+
+    if t_error is None:
+        bit = checks.bitwise_equal(t_out, r_out)
+        nan_mis = checks.nan_mismatches(t_out, r_out)
+        max_abs = float(checks.max_abs_diff(t_out, r_out))
+        max_ulp = int(checks.max_ulp_distance(t_out, r_out))
+        rel = float(checks.rel_fro_diff(t_out, r_out))
+    else:
+        bit, nan_mis, max_abs, max_ulp, rel = False, 0, float("nan"), None, float("nan")
 
     def ratio(out):
         if op == "cholesky":
@@ -305,16 +352,22 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
             return checks.pot03(A, out)
         return checks.pot02(A, out, b)
 
-    failed = any(t_info_l) or any(r_info_l)
+    failed = any(t_info_l) or any(r_info_l) or t_error is not None
     sides = []
     for name, out, info in (("torch", t_out, t_info_l), ("replay", r_out, r_info_l)):
+        if out is None:
+            sides.append(Side(name, _RATIO[op], float("nan"), info, 0, None, None, t_error))
+            continue
         rat = float("nan") if failed and op == "cholesky" else float(ratio(out))
         sides.append(Side(name, _RATIO[op], rat, info, int(checks.nonfinite_count(out)),
                           float(checks.asymmetry(out)) if op == "cholesky_inverse" else None,
                           timings.get(name)))
     ts, rs = sides
 
-    if failed and op == "cholesky":
+    if t_error is not None:
+        verdict = "failed-alike" if info_agree else "MISMATCH"
+        notes.append(f"torch raised: {t_error}")
+    elif failed and op == "cholesky":
         verdict = "failed-alike" if info_agree else "MISMATCH"
         notes.append("factorization failed (info > 0): LAPACK leaves the factor's contents "
                      "unspecified, so they are not compared — only info is")
@@ -331,13 +384,19 @@ def compare(op: str, A, B=None, *, upper: bool = False, preferred: str | None = 
                      "check that torch and the raw layer load the same libcusolver/libcublas")
     if path.note:
         notes.append(path.note)
+    if ts.nonfinite or rs.nonfinite:
+        notes.append(f"non-finite output: torch {ts.nonfinite}, replay {rs.nonfinite} entries; "
+                     "cuSOLVER potrs reports nothing for a singular factor and potrf can return "
+                     "info = 0 on NaN input")
+        if device == "cuda":
+            notes.append(_torch_cpu_behaviour(op, x, b, upper))
     if device == "cpu":
         notes.append("ran on the CPU: torch's CPU path (its bundled LAPACK) vs the replay through "
                      "scipy's LAPACK; no GPU was used")
     if op == "cholesky":
         notes.append("torch side: torch.linalg.cholesky_ex (the same kernels as linalg.cholesky, "
                      "without the error check that synchronizes)")
-    if not checks.passes(ts.ratio) and not failed:
+    if t_error is None and not checks.passes(ts.ratio) and not failed:
         notes.append(f"torch's own {_RATIO[op]} ratio is {ts.ratio:.3g} (>= 30)")
 
     spec = {"n": n, "batch": batch, "batch_shape": list(batch_shape),

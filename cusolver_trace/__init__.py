@@ -33,8 +33,8 @@ _LAZY = {
     "replay": ("replay", "replay"),
     "torch_path": ("replay", "torch_path"),
     "versions": ("versions", "versions"),
-    "trace": ("trace", "trace"),
-    "Trace": ("trace", "Trace"),
+    "trace": ("tracing", "trace"),
+    "Trace": ("tracing", "Trace"),
 }
 
 

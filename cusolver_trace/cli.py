@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
     _add_compare(sub)
     try:
-        from .trace import command as trace_command
+        from .tracing import command as trace_command
     except ImportError:  # pragma: no cover - the trace package is part of the distribution
         trace_command = None
     if trace_command is not None:

@@ -1,0 +1,466 @@
+"""Parse cuSOLVER / cuBLAS API logs into :class:`ApiCall` records.
+
+The two loggers (enabled by ``CUSOLVERDN_LOG_LEVEL=5`` and ``CUBLAS_LOGINFO_DBG=1``)
+write different formats:
+
+cuSOLVER, one line per call::
+
+    [2026-11-30 02:17:18][cusolverDn][423][Api][cusolverDnXpotrs] handle=0x2d48d7a0 uplo=0 n=256 ...
+
+cuBLAS, a header line, one indented line per argument, then three trailer lines::
+
+    I! cuBLAS (v13.1.0) function cublasStatus_t cublasDtrsm_v2_64(cublasHandle_t, ...) called:
+    i!  side: type=cublasSideMode_t; val=CUBLAS_SIDE_LEFT(0)
+    i!  m: type=long; val=256
+    i! Time: 2026-11-30T02:17:18 elapsed from start 0.066667 minutes or 4.000000 seconds
+    i!Process=423; Thread=140627230728512; GPU=0; Handle=POINTER (IN HEX:0x0x2d4d3b50); ...
+    i! COMPILED WITH: GNU GCC/G++ / 8.5.0 20210514 (Red Hat 8.5.0-26)
+
+Anything else is the traced program's own output, except section markers
+``#### <label>`` / ``#### end <label>`` which label the records between them.
+Records are recognised strictly: a line that merely resembles a record (a
+cuBLAS header without its trailer lines, a cuSOLVER line with a malformed
+argument list) is program output.
+
+Nesting: in a single stream (both loggers on one stdout) a cuBLAS record is
+placed under the cuSOLVER record that issued it. A cuBLAS record is a child of
+the nearest cuSOLVER record before it when (1) only cuBLAS records lie between
+the two (no program output, no marker), and (2) its ``handle`` is one of the
+cuBLAS handles that cuSOLVER owns. Ownership is learnt from the log itself:
+``cusolverDnSetStream(h, s)`` always forwards to ``cublasSetStream_v2`` on the
+cuSOLVER handle's internal cuBLAS handle, logged right after it; cuSOLVER's own
+handle values count too (``cublasCreate_v2`` inside ``cusolverDnCreate`` logs the
+address it writes to, which is the cuSOLVER handle). Rule (2) keeps torch's own
+cuBLAS calls (its own handle) that happen to follow a cuSOLVER record, e.g.
+right after ``cusolverDnDpotrfBatched``, out of it. If the log shows no
+``cusolverDnSetStream`` (an excerpt), rule (1) alone applies.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+__all__ = [
+    "ApiCall",
+    "OutputLine",
+    "ParsedLog",
+    "Pointer",
+    "parse_log",
+    "load_log",
+    "call_kind",
+    "render_enum",
+]
+
+
+class Pointer(str):
+    """A pointer / handle value, kept as a lower-case hex string (``"0x7fe357e00000"``).
+
+    A ``str`` subclass so that it serialises to JSON as a plain string while
+    :meth:`ApiCall.pointers` can tell pointers from other arguments.
+    """
+
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------------------
+# One table for enum renderings: argument name -> (cuBLAS enum-name prefix,
+# names by integer value).  cuSOLVER prints these as integers (uplo=0), cuBLAS
+# as names with the value in parentheses (CUBLAS_FILL_MODE_LOWER(0)).
+_ENUMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "uplo": ("CUBLAS_FILL_MODE_", ("LOWER", "UPPER", "FULL")),
+    "side": ("CUBLAS_SIDE_", ("LEFT", "RIGHT")),
+    "trans": ("CUBLAS_OP_", ("N", "T", "C")),
+    "diag": ("CUBLAS_DIAG_", ("NON_UNIT", "UNIT")),
+}
+_ENUM_ALIASES = {"transa": "trans", "transb": "trans", "transA": "trans",
+                 "transB": "trans", "fillMode": "uplo"}
+
+
+def render_enum(arg: str, value: Any) -> Any:
+    """Render an enum argument the way this package shows it.
+
+    ``uplo`` 0/1 (cublasFillMode_t) -> ``"LOWER"``/``"UPPER"``; ``side`` ->
+    ``"LEFT"``/``"RIGHT"``; ``trans``/``transa``/``transb`` -> ``"N"``/``"T"``/``"C"``;
+    ``diag`` -> ``"NON_UNIT"``/``"UNIT"``.  Accepts the integer cuSOLVER prints or
+    the enum name cuBLAS prints (``CUBLAS_FILL_MODE_LOWER``).  Other arguments
+    and unknown values are returned unchanged.
+    """
+    spec = _ENUMS.get(_ENUM_ALIASES.get(arg, arg))
+    if spec is None:
+        return value
+    prefix, names = spec
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        return names[value]
+    if isinstance(value, str) and value.startswith(prefix):
+        return value[len(prefix):]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Call kinds. "query": workspace-size queries (shown dimmed); "setup": handle,
+# stream, params and mode housekeeping (hidden unless asked for); "compute": the rest.
+_QUERY_RE = re.compile(r"_?[bB]ufferSize$")
+_SETUP_RE = re.compile(r"^(?:cusolverDn|cublas)(?:Create|Destroy|Set|Get)")
+
+
+def call_kind(function: str) -> str:
+    """``"query"`` (``*_bufferSize``), ``"setup"`` (Create/Destroy/Set*/Get*,
+    e.g. ``cusolverDnSetStream``, ``cusolverDnCreateParams``, ``cublasSetMathMode``)
+    or ``"compute"`` (everything else, e.g. ``cusolverDnXpotrs``, ``cublasDtrsm_v2_64``)."""
+    if _QUERY_RE.search(function):
+        return "query"
+    if _SETUP_RE.match(function):
+        return "setup"
+    return "compute"
+
+
+@dataclass
+class ApiCall:
+    """One logged cuSOLVER or cuBLAS API call.
+
+    Attributes
+    ----------
+    library : str        ``"cuSOLVER"`` or ``"cuBLAS"``
+    function : str       as logged, e.g. ``"cusolverDnXpotrs"``, ``"cublasDtrsm_v2_64"``
+    args : dict          typed arguments in logged order: ints as ``int``; enums
+                         rendered (``uplo="LOWER"``, ``side="LEFT"``, ``trans="N"``,
+                         ``diag="NON_UNIT"``); data types as printed (``"CUDA_R_64F"``);
+                         pointers and handles as :class:`Pointer` hex strings
+    raw : str            the record's text (several lines for cuBLAS)
+    line : int           1-based line number of the record's first line
+    section : str | None label of the enclosing ``#### label`` section
+    pid : int | None     process id the logger printed
+    time : str | None    timestamp as printed (cuSOLVER: ``2026-11-30 02:17:18``)
+    truncated : bool     a cuBLAS record cut off by the end of the log (crash)
+    children : list      cuBLAS calls issued inside this cuSOLVER call
+    """
+
+    library: str
+    function: str
+    args: dict[str, Any]
+    raw: str
+    line: int
+    section: str | None = None
+    pid: int | None = None
+    time: str | None = None
+    truncated: bool = False
+    children: list["ApiCall"] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """See :func:`call_kind`."""
+        return call_kind(self.function)
+
+    @property
+    def handle(self) -> str | None:
+        h = self.args.get("handle")
+        return h if isinstance(h, Pointer) else None
+
+    def pointers(self) -> dict[str, str]:
+        """Pointer / handle arguments (hex strings)."""
+        return {k: v for k, v in self.args.items() if isinstance(v, Pointer)}
+
+    def values(self) -> dict[str, Any]:
+        """Non-pointer arguments: what identifies the call across repeats."""
+        return {k: v for k, v in self.args.items() if not isinstance(v, Pointer)}
+
+
+@dataclass
+class OutputLine:
+    """A line of the traced program's own output (not a log record)."""
+
+    line: int
+    text: str
+    section: str | None = None
+
+
+@dataclass
+class ParsedLog:
+    """Result of :func:`parse_log`.
+
+    Attributes
+    ----------
+    calls : list[ApiCall]   top-level calls in log order; cuBLAS calls issued by a
+                            cuSOLVER call are in its ``children`` instead
+    records : list[ApiCall] every record in log order (flat)
+    output : list[OutputLine]  the program's own lines, in order
+    messages : list[str]    cuSOLVER logger lines that are not API records
+                            (``[Error]``, ``[Trace]``, ``[Hint]`` ...)
+    sections : list[str]    section labels in order of appearance
+    ordered : bool          both libraries in one stream (so nesting was possible)
+    """
+
+    calls: list[ApiCall]
+    records: list[ApiCall]
+    output: list[OutputLine]
+    messages: list[str]
+    sections: list[str]
+    ordered: bool
+
+    def section(self, label: str) -> "ParsedLog":
+        """The part of the log inside section ``label``.
+
+        Raises ``KeyError`` (listing the known labels) if there is no such section.
+        """
+        if label not in self.sections:
+            known = "\n  ".join(self.sections) or "(none)"
+            raise KeyError(f"no section {label!r} in this log; sections:\n  {known}")
+        return ParsedLog(
+            calls=[c for c in self.calls if c.section == label],
+            records=[r for r in self.records if r.section == label],
+            output=[o for o in self.output if o.section == label],
+            messages=list(self.messages),
+            sections=[label],
+            ordered=self.ordered,
+        )
+
+    @property
+    def libraries(self) -> set[str]:
+        return {r.library for r in self.records}
+
+
+# ---------------------------------------------------------------------------
+# Record grammar (strict).
+_SOLVER_RE = re.compile(
+    r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\[cusolverDn\]"
+    r"\[(?P<pid>\d+)\]\[(?P<tag>[A-Za-z]+)\]\[(?P<name>\w+)\](?: (?P<rest>.*))?$"
+)
+_SOLVER_ARGS_RE = re.compile(r"^(?:\w+=\S+)(?: \w+=\S+)*$")
+_BLAS_HEAD_RE = re.compile(
+    r"^I! cuBLAS \(v[\d.]+\) function (?P<ret>\w+) (?P<name>cublas\w+)\((?P<sig>[^()]*)\) called:$"
+)
+_BLAS_ARG_RE = re.compile(r"^i!  (?P<name>\w+): type=(?P<type>[^;]*); val=(?P<val>.*)$")
+_BLAS_TIME_RE = re.compile(r"^i! Time: (?P<time>\S+) elapsed from start .*$")
+_BLAS_PROC_RE = re.compile(r"^i!Process=(?P<pid>\d+); Thread=\d+; GPU=-?\d+; .*$")
+_BLAS_COMPILED_RE = re.compile(r"^i! COMPILED WITH: .*$")
+_BLAS_PTR_RE = re.compile(r"^POINTER \(IN HEX:(?:0x)?(?P<hex>0x[0-9a-fA-F]+|\(nil\))\)$")
+_BLAS_ENUM_RE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*)\((?P<value>-?\d+)\)$")
+_HEX_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+_INT_RE = re.compile(r"^-?\d+$")
+_FLOAT_RE = re.compile(r"^-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
+_MARK_END = "#### end "
+_MARK = "#### "
+
+
+def _pointer(text: str) -> Pointer:
+    return Pointer("0x0" if text == "(nil)" else hex(int(text, 16)))
+
+
+def _scalar(text: str) -> Any:
+    """Typed value of a cuSOLVER ``key=value`` token or a cuBLAS plain ``val=``."""
+    if _HEX_RE.match(text):
+        return _pointer(text)
+    if _INT_RE.match(text):
+        return int(text)
+    if _FLOAT_RE.match(text):
+        return float(text)
+    return text
+
+
+def _blas_value(text: str) -> Any:
+    m = _BLAS_PTR_RE.match(text)
+    if m:
+        return _pointer(m.group("hex"))
+    m = _BLAS_ENUM_RE.match(text)
+    if m:
+        return m.group("name")
+    return _scalar(text)
+
+
+def _typed(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: render_enum(k, v) for k, v in args.items()}
+
+
+def _lines(source) -> Iterator[str]:
+    if isinstance(source, str):
+        yield from source.splitlines()
+    else:
+        for line in source:
+            yield line.rstrip("\r\n")
+
+
+class _Stream:
+    """Line iterator with one line of push-back and 1-based numbering."""
+
+    def __init__(self, it: Iterator[str]):
+        self._it, self._back, self.lineno = it, [], 0
+
+    def next(self) -> str | None:
+        if self._back:
+            line = self._back.pop()
+        else:
+            line = next(self._it, None)
+            if line is None:
+                return None
+        self.lineno += 1
+        return line
+
+    def push(self, line: str) -> None:
+        self._back.append(line)
+        self.lineno -= 1
+
+
+def _read_blas(head: re.Match, first: str, stream: _Stream):
+    """Read the rest of a cuBLAS record. Returns (ApiCall | None, consumed lines).
+
+    A record is the header, its argument lines, then the ``Time`` and ``Process``
+    trailer lines (and usually ``COMPILED WITH``). ``None`` means the block is not
+    a well-formed record (its lines are program output) -- except at the end of
+    the log, where a record cut short by a crash is kept with ``truncated=True``.
+    """
+    block, args, found = [first], {}, {}
+    trailer = (("time", _BLAS_TIME_RE), ("pid", _BLAS_PROC_RE))
+    line = stream.next()
+    while line is not None and (m := _BLAS_ARG_RE.match(line)):
+        args[m.group("name")] = _blas_value(m.group("val"))
+        block.append(line)
+        line = stream.next()
+    for key, rx in trailer:
+        if line is None:
+            break
+        m = rx.match(line)
+        if not m:
+            stream.push(line)
+            return None, block
+        found[key] = m.group(key)
+        block.append(line)
+        line = stream.next()
+    if line is not None:
+        if _BLAS_COMPILED_RE.match(line):
+            block.append(line)
+        else:
+            stream.push(line)
+    pid = found.get("pid")
+    call = ApiCall("cuBLAS", head.group("name"), _typed(args), "\n".join(block), line=0,
+                   pid=None if pid is None else int(pid), time=found.get("time"),
+                   truncated=len(found) < len(trailer))
+    return call, block
+
+
+def parse_log(source, *, nest: bool = True) -> ParsedLog:
+    """Parse a log into records, program output and sections.
+
+    Parameters
+    ----------
+    source : str or iterable of str
+        The whole text, or lines (an open text file streams: it is read once,
+        line by line). Either both loggers on one stream (records in call order)
+        or a single logger's file.
+    nest : bool
+        Place cuBLAS calls under the cuSOLVER call that issued them (see the
+        module docstring for the rule). Only applies when both libraries appear
+        in the one stream; separate-file logs are not mutually ordered.
+
+    Returns
+    -------
+    ParsedLog
+    """
+    stream = _Stream(iter(_lines(source)))
+    records: list[ApiCall] = []
+    output: list[OutputLine] = []
+    messages: list[str] = []
+    sections: list[str] = []
+    open_sections: list[str] = []
+    breaks_before: list[bool] = []  # per record: a non-record line came right before it
+    brk = True
+
+    def section() -> str | None:
+        return open_sections[-1] if open_sections else None
+
+    while True:
+        line = stream.next()
+        if line is None:
+            break
+        lineno = stream.lineno
+        m = _SOLVER_RE.match(line)
+        if m:
+            rest = m.group("rest") or ""
+            if m.group("tag") == "Api" and m.group("name").startswith("cusolver") and (
+                    rest == "" or _SOLVER_ARGS_RE.match(rest)):
+                args = dict(tok.split("=", 1) for tok in rest.split()) if rest else {}
+                records.append(ApiCall(
+                    "cuSOLVER", m.group("name"),
+                    _typed({k: _scalar(v) for k, v in args.items()}), line, lineno,
+                    section(), int(m.group("pid")), m.group("time")))
+                breaks_before.append(brk)
+                brk = False
+                continue
+            if m.group("tag") != "Api":
+                messages.append(line)
+                continue
+        m = _BLAS_HEAD_RE.match(line)
+        if m:
+            call, block = _read_blas(m, line, stream)
+            if call is not None:
+                call.line, call.section = lineno, section()
+                records.append(call)
+                breaks_before.append(brk)
+                brk = False
+                continue
+            # not a record: its lines are program output
+            for i, text in enumerate(block):
+                output.append(OutputLine(lineno + i, text, section()))
+            brk = True
+            continue
+        if line.startswith(_MARK):
+            if line.startswith(_MARK_END):
+                label = line[len(_MARK_END):]
+                if label in open_sections:
+                    while open_sections and open_sections.pop() != label:
+                        pass
+                else:
+                    output.append(OutputLine(lineno, line, section()))
+            else:
+                label = line[len(_MARK):]
+                open_sections.append(label)
+                if label not in sections:
+                    sections.append(label)
+            brk = True
+            continue
+        output.append(OutputLine(lineno, line, section()))
+        brk = True
+
+    ordered = len({r.library for r in records}) > 1
+    calls = _nest(records, breaks_before) if (nest and ordered) else list(records)
+    return ParsedLog(calls, records, output, messages, sections, ordered)
+
+
+def _nest(records: list[ApiCall], breaks_before: list[bool]) -> list[ApiCall]:
+    """Attach cuBLAS records to the cuSOLVER record that issued them (module docstring)."""
+    owned: set[str] = set()
+    for i, r in enumerate(records):
+        if r.library == "cuSOLVER":
+            if r.handle:
+                owned.add(r.handle)
+            nxt = records[i + 1] if i + 1 < len(records) else None
+            if (r.function == "cusolverDnSetStream" and nxt is not None
+                    and nxt.library == "cuBLAS" and not breaks_before[i + 1] and nxt.handle):
+                owned.add(nxt.handle)
+    know_owner = any(r.function == "cusolverDnSetStream" for r in records)
+    top: list[ApiCall] = []
+    parent: ApiCall | None = None
+    for r, brk in zip(records, breaks_before):
+        if brk:
+            parent = None
+        if r.library == "cuSOLVER":
+            parent = r
+            top.append(r)
+        elif parent is not None and (not know_owner or r.handle is None or r.handle in owned):
+            parent.children.append(r)
+        else:
+            top.append(r)
+    return top
+
+
+def load_log(path: str | os.PathLike, *, nest: bool = True) -> ParsedLog:
+    """Parse a log file (``.gz`` accepted), streaming it line by line.
+
+    Raises ``FileNotFoundError`` if the file does not exist.
+    """
+    path = os.fspath(path)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+        return parse_log(fh, nest=nest)

@@ -1,0 +1,334 @@
+"""The :class:`Trace` result: a call tree with repeat counts, plus kernels and aten ops.
+
+Rendering: ``rich`` tree for terminals (``__rich__``), HTML for notebooks
+(``_repr_html_``), plain text (``__str__``), and ``to_dict`` / ``to_json``.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .kernels import LIBRARIES, short_kernel_name
+from .logparse import ApiCall
+
+__all__ = ["CallNode", "KernelStat", "AtenOp", "Trace", "build_tree", "SCHEMA"]
+
+SCHEMA = "cusolver-trace/trace/1"
+_LIB_STYLE = {"cuSOLVER": "bold magenta", "cuBLAS": "bold cyan"}
+
+
+@dataclass
+class CallNode:
+    """One call, or ``count`` consecutive identical calls (same function, same
+    non-pointer arguments, same children), with the cuBLAS calls it issued.
+
+    ``call`` is the first of the repeats; ``lines`` the log line of each repeat.
+    """
+
+    call: ApiCall
+    count: int = 1
+    lines: list[int] = field(default_factory=list)
+    children: list["CallNode"] = field(default_factory=list)
+
+    @property
+    def function(self) -> str:
+        return self.call.function
+
+    @property
+    def library(self) -> str:
+        return self.call.library
+
+    @property
+    def kind(self) -> str:
+        return self.call.kind
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """Non-pointer arguments (identical over the repeats)."""
+        return self.call.values()
+
+    def label(self) -> str:
+        """``cusolverDnXpotrs × 64  uplo=LOWER n=32 nrhs=32 ...``"""
+        times = f" × {self.count}" if self.count > 1 else ""
+        args = " ".join(f"{k}={v}" for k, v in self.args.items())
+        return f"{self.function}{times}  {args}".rstrip()
+
+    def to_dict(self) -> dict:
+        return {
+            "library": self.library,
+            "function": self.function,
+            "kind": self.kind,
+            "count": self.count,
+            "args": self.args,
+            "pointers": dict(self.call.pointers()),
+            "section": self.call.section,
+            "lines": list(self.lines),
+            "truncated": self.call.truncated,
+            "children": [c.to_dict() for c in self.children],
+        }
+
+    def walk(self) -> Iterable["CallNode"]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+def build_tree(calls: Iterable[ApiCall], *, kinds: Iterable[str] | None = None) -> list[CallNode]:
+    """Collapse consecutive identical calls into :class:`CallNode` s, recursively.
+
+    ``kinds`` keeps only calls of those kinds (``"compute"``, ``"query"``,
+    ``"setup"``; see :func:`~.logparse.call_kind`) before collapsing, so that
+    hiding ``setup`` calls lets e.g. a loop of ``Xpotrs`` separated by
+    ``SetStream``/``CreateParams`` collapse into one node. ``None`` keeps all.
+    """
+    keep = None if kinds is None else set(kinds)
+    nodes: list[CallNode] = []
+    last_sig = None
+    for c in calls:
+        if keep is not None and c.kind not in keep:
+            continue
+        children = build_tree(c.children, kinds=kinds)
+        sig = (c.library, c.function, c.section, tuple(c.values().items()),
+               tuple(_node_sig(n) for n in children))
+        if nodes and sig == last_sig:
+            nodes[-1].count += 1
+            nodes[-1].lines.append(c.line)
+        else:
+            nodes.append(CallNode(c, 1, [c.line], children))
+            last_sig = sig
+    return nodes
+
+
+def _node_sig(n: CallNode) -> tuple:
+    return (n.function, n.count, tuple(n.args.items()), tuple(_node_sig(c) for c in n.children))
+
+
+@dataclass
+class KernelStat:
+    """A CUDA kernel (or memcpy/memset) seen by torch.profiler.
+
+    ``gpu_ms`` is the summed device time of its ``count`` launches, in milliseconds.
+    """
+
+    name: str
+    library: str
+    gpu_ms: float
+    count: int
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "library": self.library, "gpu_ms": self.gpu_ms,
+                "count": self.count}
+
+
+@dataclass
+class AtenOp:
+    """An ``aten::`` operator seen by torch.profiler; ``cpu_ms`` is its summed
+    inclusive host time in milliseconds over ``count`` calls."""
+
+    name: str
+    count: int
+    cpu_ms: float
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "count": self.count, "cpu_ms": self.cpu_ms}
+
+
+@dataclass
+class Trace:
+    """What one traced call or program did.
+
+    Attributes
+    ----------
+    label : str            what was traced (``torch.cholesky_inverse(float64[256, 256] cuda:0)``)
+    calls : list[ApiCall]  top-level API calls in order, cuBLAS calls nested under the
+                           cuSOLVER call that issued them; ``None`` if the API part was skipped
+    kernels : list[KernelStat] | None   CUDA kernels, first-launch order (None: not profiled)
+    aten_ops : list[AtenOp] | None      aten operators (None: not profiled)
+    notes : list[str]      plain-language remarks (skipped parts, crashes, truncation)
+    output : list[str]     the traced program's own stdout lines (runner / CLI)
+    stderr : str           the traced program's stderr (runner / CLI)
+    returncode : int | None  exit status as the OS reported it (negative: -signal)
+    signal : int | None      the signal that killed the program, if any
+    sections : list[str]   section labels present in the log
+    """
+
+    label: str = ""
+    calls: list[ApiCall] | None = None
+    kernels: list[KernelStat] | None = None
+    aten_ops: list[AtenOp] | None = None
+    notes: list[str] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+    stderr: str = ""
+    returncode: int | None = None
+    signal: int | None = None
+    sections: list[str] = field(default_factory=list)
+
+    # -- queries ------------------------------------------------------------
+    def tree(self, *, all: bool = False) -> list[CallNode]:
+        """Collapsed call tree. ``all=False`` hides ``setup`` calls (handles,
+        streams, params, math mode); ``query`` calls (``*_bufferSize``) stay."""
+        if not self.calls:
+            return []
+        return build_tree(self.calls, kinds=None if all else ("compute", "query"))
+
+    def find(self, function: str) -> list[CallNode]:
+        """All nodes (at any depth, full tree) whose function is ``function``."""
+        return [n for top in build_tree(self.calls or []) for n in top.walk()
+                if n.function == function]
+
+    def gpu_ms_by_library(self) -> dict[str, float] | None:
+        """Summed kernel time (ms) per library, or ``None`` if not profiled."""
+        if self.kernels is None:
+            return None
+        out: dict[str, float] = {}
+        for lib in LIBRARIES:
+            times = [k.gpu_ms for k in self.kernels if k.library == lib]
+            if times:
+                out[lib] = sum(times)
+        return out
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        import signal as _signal
+        try:
+            return _signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def exit_status(self) -> int | None:
+        """Shell-style status: the exit code, or 128 + signal number."""
+        if self.signal is not None:
+            return 128 + self.signal
+        return self.returncode
+
+    # -- serialisation ------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-ready dict (schema ``cusolver-trace/trace/1``); the call tree
+        includes every kind of call, each node with its ``kind``."""
+        return {
+            "schema": SCHEMA,
+            "label": self.label,
+            "calls": None if self.calls is None else [n.to_dict() for n in build_tree(self.calls)],
+            "kernels": None if self.kernels is None else [k.to_dict() for k in self.kernels],
+            "gpu_ms_by_library": self.gpu_ms_by_library(),
+            "aten_ops": None if self.aten_ops is None else [a.to_dict() for a in self.aten_ops],
+            "notes": list(self.notes),
+            "sections": list(self.sections),
+            "output": list(self.output),
+            "stderr": self.stderr,
+            "returncode": self.returncode,
+            "signal": self.signal,
+            "signal_name": self.signal_name,
+            "exit_status": self.exit_status,
+        }
+
+    def to_json(self, **kw) -> str:
+        kw.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), **kw)
+
+    # -- rendering ----------------------------------------------------------
+    def renderable(self, *, all: bool = False):
+        """A rich renderable: the call tree, the kernel table and the notes."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+        from rich.tree import Tree
+
+        parts: list = []
+        root = Tree(Text(self.label or "trace", style="bold"))
+        if self.calls is None:
+            root.add(Text("API calls not traced", style="dim italic"))
+        else:
+            nodes = self.tree(all=all)
+            grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
+            group, current = root, object()
+            for node in nodes:
+                if grouped and node.call.section != current:
+                    current = node.call.section
+                    group = root.add(Text(current or "(outside sections)", style="bold yellow"))
+                _add_node(group if grouped else root, node)
+            empty = [s for s in self.sections if s not in {n.call.section for n in nodes}]
+            if grouped and empty:
+                branch = root.add(Text("sections with no call shown", style="bold yellow"))
+                for s in empty:
+                    branch.add(Text(s, style="yellow"))
+            if not nodes:
+                root.add(Text("no cuSOLVER / cuBLAS call" + (" other than setup" if self.calls else ""),
+                              style="italic"))
+            hidden = sum(1 for c in self.calls for n in [c, *c.children] if n.kind == "setup")
+            if hidden and not all:
+                root.add(Text(f"({hidden} setup calls hidden: handles, streams, params; "
+                              f"show them with --all / all=True)", style="dim"))
+        parts.append(root)
+        if self.aten_ops:
+            parts.append(Text("aten ops: " + ", ".join(
+                f"{a.name}" + (f" ×{a.count}" if a.count > 1 else "") for a in self.aten_ops),
+                style="dim"))
+        if self.kernels is not None:
+            if self.kernels:
+                t = Table(title="CUDA kernels (torch.profiler)", title_justify="left",
+                          show_edge=False, pad_edge=False)
+                t.add_column("kernel", overflow="fold")
+                t.add_column("library")
+                t.add_column("GPU ms", justify="right")
+                t.add_column("count", justify="right")
+                for k in self.kernels:
+                    t.add_row(short_kernel_name(k.name), Text(k.library, style=_LIB_STYLE.get(k.library, "")),
+                              f"{k.gpu_ms:.4f}", str(k.count))
+                parts.append(t)
+                per = self.gpu_ms_by_library() or {}
+                parts.append(Text("GPU ms by library: " + "  ".join(
+                    f"{lib} {ms:.4f}" for lib, ms in per.items())))
+            else:
+                parts.append(Text("no CUDA kernels", style="italic"))
+        for note in self.notes:
+            parts.append(Text("note: " + note, style="yellow"))
+        return Group(*parts)
+
+    def __rich__(self):
+        return self.renderable()
+
+    def _render_text(self, *, html: bool = False, width: int = 120) -> str:
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), width=width, record=True,
+                          color_system="truecolor" if html else None, force_terminal=html,
+                          force_jupyter=False)
+        console.print(self.renderable())
+        if html:
+            return console.export_html(inline_styles=True,
+                                       code_format="<pre style=\"font-family:monospace\">{code}</pre>")
+        return console.export_text()
+
+    def __str__(self) -> str:
+        return self._render_text()
+
+    def _repr_html_(self) -> str:
+        return self._render_text(html=True)
+
+    def __repr__(self) -> str:
+        n = 0 if not self.calls else sum(1 for top in build_tree(self.calls) for _ in top.walk())
+        k = "-" if self.kernels is None else len(self.kernels)
+        return f"<Trace {self.label!r}: {n} call nodes, {k} kernels>"
+
+
+def _add_node(parent, node: CallNode) -> None:
+    from rich.text import Text
+
+    style = "dim" if node.kind != "compute" else _LIB_STYLE.get(node.library, "")
+    text = Text(node.function, style=style)
+    if node.count > 1:
+        text.append(f" × {node.count}", style="bold")
+    if node.args:
+        text.append("  " + " ".join(f"{k}={v}" for k, v in node.args.items()),
+                    style="dim" if node.kind != "compute" else "")
+    if node.call.truncated:
+        text.append("  (record cut off)", style="red")
+    branch = parent.add(text)
+    for child in node.children:
+        _add_node(branch, child)

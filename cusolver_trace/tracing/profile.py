@@ -1,0 +1,247 @@
+"""``trace(fn, *args, **kwargs)``: what one torch call does on the GPU.
+
+Two views of the same call:
+
+* kernels and aten ops, in this process, from ``torch.profiler`` (one warm-up
+  call first, then one profiled call);
+* the cuSOLVER / cuBLAS API calls with their arguments, from the libraries' own
+  loggers. Those can only be switched on before the libraries load, so the call
+  is replayed on the same inputs in a child process
+  (:mod:`cusolver_trace.tracing._child`) started with the loggers on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import warnings
+from typing import Any, Callable, Iterable
+
+from ._child import MARK_BEGIN, resolve
+from .kernels import classify_kernel
+from .model import AtenOp, KernelStat, Trace
+from .runner import run_traced
+
+__all__ = ["trace", "qualified_name"]
+
+#: Seconds the API child may run before it is killed.
+CHILD_TIMEOUT_S = 600.0
+_SECTION = MARK_BEGIN[len("#### "):]
+#: Namespaces searched for builtins whose __module__/__qualname__ do not import
+#: (``torch.linalg.cholesky.__module__`` is ``torch._C._linalg``).
+_NAMESPACES = ("torch", "torch.linalg", "torch.Tensor", "torch.special", "torch.fft",
+               "torch.nn.functional")
+
+
+def qualified_name(fn: Callable) -> str:
+    """An importable dotted name that resolves back to ``fn`` itself.
+
+    ``torch.cholesky_inverse`` -> ``"torch.cholesky_inverse"``;
+    ``torch.linalg.cholesky`` -> ``"torch.linalg.cholesky"``; a function ``f``
+    defined at the top level of module ``pkg.mod`` -> ``"pkg.mod.f"``.
+
+    Raises
+    ------
+    ValueError
+        For lambdas, nested functions, ``functools.partial`` objects, functions
+        defined in ``__main__`` and anything else that a fresh process cannot
+        import by name (the API part replays the call in a child process).
+    """
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None)
+    candidates = []
+    for ns_name in _NAMESPACES:
+        try:
+            ns = resolve(ns_name)
+        except (ImportError, AttributeError):
+            continue
+        short = getattr(fn, "__name__", None)
+        if short and getattr(ns, short, None) is fn:
+            candidates.append(f"{ns_name}.{short}")
+        else:
+            candidates.extend(f"{ns_name}.{k}" for k, v in vars(ns).items() if v is fn)
+    if qual and "<" not in qual and module and module != "__main__":
+        candidates.append(f"{module}.{qual}")
+    for name in candidates:
+        try:
+            if resolve(name) is fn:
+                return name
+        except (ImportError, AttributeError):
+            continue
+    where = f" (defined in {module})" if module == "__main__" else ""
+    raise ValueError(
+        f"trace() needs a named, importable function for the API part, such as "
+        f"torch.cholesky_inverse or mypkg.mymodule.myfunc; {fn!r}{where} cannot be "
+        f"imported by name in a fresh process. Move it to an importable module, or "
+        f"pass api=False to get the profiler part only.")
+
+
+def _tensors(obj) -> Iterable:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+def _describe(fn: Callable, args, kwargs) -> str:
+    import torch
+
+    def one(a) -> str:
+        if isinstance(a, torch.Tensor):
+            return f"{str(a.dtype).removeprefix('torch.')}{list(a.shape)} {a.device}"
+        text = repr(a)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    try:
+        name = qualified_name(fn)
+    except ValueError:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _profile(fn, args, kwargs, cuda: bool) -> tuple[list[KernelStat], list[AtenOp]]:
+    """One call under torch.profiler: kernels (device ms) and aten ops (host ms)."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with warnings.catch_warnings():  # one profiling cycle: torch's "clears events" hint is noise
+        warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
+        with profile(activities=activities) as prof:
+            fn(*args, **kwargs)
+            if cuda:
+                torch.cuda.synchronize()
+        events = prof.events()
+    kernels: dict[str, list] = {}
+    aten: dict[str, list] = {}
+    for e in events:
+        ms = e.time_range.elapsed_us() / 1000.0
+        if getattr(e, "device_type", DeviceType.CPU) == DeviceType.CUDA:
+            k = kernels.setdefault(e.name, [0.0, 0])
+            k[0] += ms
+            k[1] += 1
+        elif e.name.startswith("aten::"):
+            a = aten.setdefault(e.name, [0, 0.0])
+            a[0] += 1
+            a[1] += ms
+    return ([KernelStat(n, classify_kernel(n), ms, c) for n, (ms, c) in kernels.items()],
+            [AtenOp(n, c, ms) for n, (c, ms) in aten.items()])
+
+
+def _child_pythonpath() -> str:
+    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [pkg_root] + [p for p in sys.path if p] + \
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys(paths))
+
+
+def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = CHILD_TIMEOUT_S):
+    """Replay ``name(*args, **kwargs)`` in a child with the loggers on.
+
+    Returns ``(calls, notes)``; ``calls`` is ``None`` if the child never reached
+    the traced call. Raises ``ValueError`` if the inputs cannot be saved.
+    """
+    import torch
+
+    spec: dict[str, Any] = {"fn": name, "args": args, "kwargs": kwargs, "device": device,
+                            "linalg_library": None}
+    if device and device.startswith("cuda"):
+        spec["linalg_library"] = torch.backends.cuda.preferred_linalg_library().name.lower()
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="cusolver-trace-") as folder:
+        try:
+            torch.save(spec, os.path.join(folder, "call.pt"))
+        except Exception as e:  # pickling errors come in many types
+            raise ValueError(f"trace(): the inputs could not be saved with torch.save for "
+                             f"the API part ({type(e).__name__}: {e}); pass api=False") from e
+        run = run_traced([sys.executable, "-m", "cusolver_trace.tracing._child", folder],
+                         env={"PYTHONPATH": _child_pythonpath()}, timeout=timeout)
+        try:
+            with open(os.path.join(folder, "status.json")) as fh:
+                status = json.load(fh)
+        except (OSError, ValueError):
+            status = {"ok": False}
+    tail = "\n".join(run.stderr.strip().splitlines()[-5:])
+    if run.signal is not None or run.timed_out:
+        notes.extend(run.notes[:1])
+    if _SECTION not in run.log.sections:
+        why = status.get("error") or tail
+        notes.append(f"the API child stopped before the traced call (exit status "
+                     f"{run.exit_status}){': ' + why if why else ''}")
+        return None, notes
+    if not status.get("ok"):
+        notes.append(f"the traced call did not complete in the API child: "
+                     f"{status.get('error') or tail or 'no status written'}; the records "
+                     f"logged up to then are shown")
+    return run.log.section(_SECTION).calls, notes
+
+
+def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
+    """Trace one call ``fn(*args, **kwargs)``: API calls, kernels and aten ops.
+
+    Runs ``fn`` once as a warm-up, once under ``torch.profiler.profile`` (CPU +
+    CUDA activities) to collect aten ops (host ms) and CUDA kernels (device ms,
+    classified cuSOLVER / cuBLAS / MAGMA / ATen/other), and — when an input is a
+    CUDA tensor and ``api`` is true — replays the call on the same inputs in a
+    child process with the cuSOLVER and cuBLAS loggers on, to get the API calls
+    with their arguments (e.g. ``cusolverDnXpotrs`` uplo, n, nrhs, lda, ldb, and
+    the two ``cublasDtrsm_v2_64`` it issues). The child uses the parent's
+    ``preferred_linalg_library`` setting and the same ``CUDA_VISIBLE_DEVICES``.
+
+    Parameters
+    ----------
+    fn : callable
+        For the API part, a named importable function (``torch.cholesky_inverse``,
+        ``torch.linalg.cholesky``, ``torch.cholesky_solve``, ``pkg.mod.func``).
+    *args, **kwargs
+        Its inputs. Tensors of any shape; they are ``torch.save``-d for the child.
+    api : bool
+        ``False`` skips the child (profiler part only; any callable then works).
+
+    Returns
+    -------
+    Trace
+        ``calls`` is ``None`` when the API part was skipped (CPU inputs: cuSOLVER
+        is not involved; ``api=False``), with a note saying why.
+
+    Raises
+    ------
+    ValueError
+        If the API part is needed and ``fn`` cannot be imported by name (lambda,
+        local function, ``__main__``), or the inputs cannot be saved.
+    Whatever ``fn`` raises (the warm-up call runs first, in this process).
+    """
+    import torch
+
+    tensors = list(_tensors((args, kwargs)))
+    cuda_tensors = [t for t in tensors if t.is_cuda]
+    device = str(cuda_tensors[0].device) if cuda_tensors else None
+    name = qualified_name(fn) if (api and cuda_tensors) else None  # fail before running
+    fn(*args, **kwargs)  # warm-up
+    if cuda_tensors:
+        torch.cuda.synchronize()
+    kernels, aten = _profile(fn, args, kwargs, bool(cuda_tensors))
+    notes: list[str] = []
+    calls = None
+    if not api:
+        notes.append("API calls not traced (api=False)")
+    elif not cuda_tensors:
+        notes.append("no CUDA tensor among the inputs: the call runs on the CPU (LAPACK), "
+                     "cuSOLVER and cuBLAS are not involved, so there are no API calls to trace")
+    else:
+        calls, more = _api_calls(name, args, kwargs, device)
+        notes.extend(more)
+    if cuda_tensors and not kernels:
+        notes.append("torch.profiler reported no CUDA kernels (is CUPTI available?)")
+    return Trace(label=_describe(fn, args, kwargs), calls=calls,
+                 kernels=kernels, aten_ops=aten, notes=notes,
+                 sections=[_SECTION] if calls is not None else [])

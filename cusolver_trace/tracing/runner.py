@@ -1,0 +1,215 @@
+"""Run a program with the cuSOLVER and cuBLAS API loggers on, and parse what they logged.
+
+Both loggers write to the child's stdout, so records sharing the C stdio
+buffer stay in call order (cuBLAS calls made inside a cuSOLVER routine follow
+it). ``PYTHONUNBUFFERED=1`` is set too: besides unbuffering Python's own
+output, CPython then switches the C ``stdout`` to unbuffered mode, so every
+record reaches the file the moment it is written. That keeps the program's
+``print`` output in order with the records and loses nothing when the process
+dies (a SIGSEGV at interpreter exit was seen with the loggers on, after all
+work had finished). A non-Python program keeps its own stdio buffering: what
+is still in its buffer when it crashes is lost.
+
+The child's stdout goes to a file (``log_path`` or a temporary file), never
+into memory, and is parsed line by line; stderr goes to another temporary file.
+"""
+from __future__ import annotations
+
+import os
+import signal as _signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from .logparse import ParsedLog, load_log
+from .model import Trace
+
+__all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env"]
+
+#: Environment that turns both API loggers on, writing to stdout.
+LOGGER_ENV = {
+    "CUSOLVERDN_LOG_LEVEL": "5",     # 5 = API trace
+    "CUBLAS_LOGINFO_DBG": "1",
+    "CUBLAS_LOGDEST_DBG": "stdout",
+    "PYTHONUNBUFFERED": "1",         # CPython then also unbuffers C stdout
+}
+#: Variables that would send cuSOLVER's records elsewhere or filter them.
+_UNSET = ("CUSOLVERDN_LOG_FILE", "CUSOLVERDN_LOG_MASK")
+
+
+def logger_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` + ``env`` + :data:`LOGGER_ENV`, without variables that
+    would redirect or mask cuSOLVER's log (``CUSOLVERDN_LOG_FILE``, ``..._MASK``)."""
+    out = dict(os.environ)
+    out.update(env or {})
+    for k in _UNSET:
+        out.pop(k, None)
+    out.update(LOGGER_ENV)
+    return out
+
+
+@dataclass
+class TraceRun:
+    """Outcome of :func:`run_traced`.
+
+    Attributes
+    ----------
+    argv : list[str]
+    returncode : int       as ``subprocess`` reports it: the exit code, or
+                           ``-N`` when killed by signal N
+    log : ParsedLog        records (``log.calls`` nested, ``log.records`` flat),
+                           program output lines (``log.output``), sections
+    stderr : str           the program's stderr, decoded (invalid bytes replaced)
+    log_path : str | None  where the raw stdout was kept (only if asked for)
+    timed_out : bool       killed by :func:`run_traced` after ``timeout`` seconds
+    wall_s : float         wall-clock run time in seconds
+    """
+
+    argv: list[str]
+    returncode: int
+    log: ParsedLog
+    stderr: str = ""
+    log_path: str | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def signal(self) -> int | None:
+        """Number of the signal that killed the program, or ``None``."""
+        return -self.returncode if self.returncode < 0 else None
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return _signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def exit_status(self) -> int:
+        """Shell-style status: the exit code, or 128 + signal number."""
+        return 128 + self.signal if self.signal is not None else self.returncode
+
+    @property
+    def records(self):
+        return self.log.records
+
+    @property
+    def output(self) -> list[str]:
+        """The program's own stdout lines (log records removed), in order."""
+        return [o.text for o in self.log.output]
+
+    def to_trace(self, section: str | None = None, label: str | None = None) -> Trace:
+        """A :class:`~.model.Trace` of the run (optionally of one ``#### label`` section).
+
+        Raises ``KeyError`` if ``section`` is not in the log.
+        """
+        log = self.log.section(section) if section is not None else self.log
+        return Trace(
+            label=label or " ".join(self.argv) + (f"  [{section}]" if section else ""),
+            calls=log.calls, notes=list(self.notes), output=[o.text for o in log.output],
+            stderr=self.stderr, returncode=self.returncode, signal=self.signal,
+            sections=[section] if section is not None else list(self.log.sections))
+
+
+def _notes(run: TraceRun) -> list[str]:
+    notes = []
+    n = len(run.log.records)
+    if run.timed_out:
+        notes.append(f"the program ran past its time limit and was killed; the {n} "
+                     f"records logged before that are kept")
+    elif run.signal is not None:
+        what = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)",
+                "SIGKILL": " (killed)"}.get(run.signal_name or "", "")
+        notes.append(
+            f"the program was killed by {run.signal_name}{what}; the {n} records logged "
+            f"before that are kept. With the loggers on, a SIGSEGV at interpreter exit was "
+            f"seen after all work had finished: check that the program's own output is complete.")
+    if any(r.truncated for r in run.log.records):
+        notes.append("the last cuBLAS record was cut off (the process died while writing it)")
+    if n == 0:
+        notes.append("no cuSOLVER / cuBLAS API record was logged (no GPU call, CPU tensors, "
+                     "MAGMA-only paths, or the libraries were never loaded)")
+    return notes
+
+
+def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None,
+               env: Mapping[str, str] | None = None, timeout: float | None = None,
+               cwd: str | os.PathLike | None = None) -> TraceRun:
+    """Run ``argv`` with both API loggers on and parse the records it logged.
+
+    Parameters
+    ----------
+    argv : sequence of str
+        The program, e.g. ``["python3", "script.py", "--n", "256"]``.
+    log_path : path, optional
+        Keep the raw stdout (records and program output, in order) in this file;
+        by default a temporary file is used and deleted.
+    env : mapping, optional
+        Extra environment variables, added to ``os.environ``; the logger
+        variables (:data:`LOGGER_ENV`) are always set on top.
+    timeout : float, optional
+        Seconds before the program is killed (SIGKILL); what it logged is kept.
+    cwd : path, optional
+        Working directory of the program.
+
+    Returns
+    -------
+    TraceRun
+        Never raises for the program's own failures: a non-zero exit, an
+        exception, or death by a signal are reported in the result.
+
+    Raises
+    ------
+    FileNotFoundError / PermissionError
+        If ``argv[0]`` cannot be executed.
+    ValueError
+        If ``argv`` is empty.
+    """
+    argv = [os.fspath(a) for a in argv]
+    if not argv:
+        raise ValueError("run_traced: empty command")
+    keep = log_path is not None
+    if keep:
+        out_path = os.fspath(log_path)
+        out = open(out_path, "wb")
+    else:
+        fd, out_path = tempfile.mkstemp(prefix="cusolver-trace-", suffix=".log")
+        out = os.fdopen(fd, "wb")
+    timed_out = False
+    t0 = time.perf_counter()
+    try:
+        with out, tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(argv, stdout=out, stderr=err, env=logger_env(env),
+                                        cwd=cwd)
+            except FileNotFoundError as e:
+                raise FileNotFoundError(f"cannot run {argv[0]!r}: no such program") from e
+            try:
+                returncode = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                returncode = proc.wait()
+                timed_out = True
+            except BaseException:  # KeyboardInterrupt: don't leave the child behind
+                proc.kill()
+                proc.wait()
+                raise
+            wall = time.perf_counter() - t0
+            err.seek(0)
+            stderr = err.read().decode("utf-8", errors="replace")
+        log = load_log(out_path)
+    finally:
+        if not keep:
+            try:
+                os.unlink(out_path)
+            except OSError:
+                pass
+    run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall)
+    run.notes = _notes(run)
+    return run

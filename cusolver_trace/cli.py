@@ -172,6 +172,60 @@ def _add_compare(sub):
     p.set_defaults(func=cmd_compare)
 
 
+# -- devices ------------------------------------------------------------------------------
+def cmd_devices(args) -> int:
+    from .checks import bitwise_equal
+    from .versions import loaded_libraries
+    from .workflow import render, run_op, run_workflow, visible_devices
+
+    con = _console()
+    devices = args.device or visible_devices()
+    if devices == ["cpu"]:
+        con.print("No GPU visible: running on the CPU (torch's LAPACK vs scipy's LAPACK).")
+    kw = dict(repeat=args.repeat, warmup=args.warmup, dtype=args.dtype)
+    if args.op:
+        n = args.n or 1024
+        runs = run_op(args.op, devices, n=n, batch=args.batch, nrhs=args.nrhs, **kw)
+        title = f"{args.op} n={n} batch={args.batch} {args.dtype}: torch vs replay on each device"
+    else:
+        n = args.n or 4096
+        runs = run_workflow(devices, n=n, **kw)
+        title = f"hello_cholesky workflow n={n} {args.dtype}: cholesky → cholesky_inverse → cholesky(upper)"
+    con.print(render(runs, title))
+    for stem, files in loaded_libraries().items():
+        if files and stem in ("libcusolver", "libcublas"):
+            con.print(f"{stem} used by every device's run (one process): {', '.join(files)}")
+    if args.json:
+        import json
+
+        data = [{"device": r.device, "name": r.name, "torch": r.torch.to_dict(),
+                 "replay": r.replay.to_dict(), "replay_over_torch": r.ratio,
+                 "torch_equals_replay_bitwise": r.torch_equals_replay,
+                 "equals_first_device_bitwise": bitwise_equal(r.U, runs[0].U)} for r in runs]
+        with open(args.json, "w") as fh:
+            json.dump(data, fh, indent=2)
+    bad = [r for r in runs if not r.torch_equals_replay and r.device != "cpu"]
+    return EXIT_MISMATCH if bad else EXIT_OK
+
+
+def _add_devices(sub):
+    p = sub.add_parser("devices", help="the hello_cholesky workflow (or one op) on every visible GPU",
+                       description="Runs the original hello_cholesky workflow (or --op) with torch and "
+                                   "with the replay on each GPU in turn, timed with CUDA events after "
+                                   "warm-up; prints per-device medians, their ratios, and bit-for-bit "
+                                   "agreement between torch and the replay and across devices.")
+    p.add_argument("--op", choices=["cholesky", "cholesky_inverse", "cholesky_solve"], default=None)
+    p.add_argument("--n", type=int, default=None, help="matrix order (default 4096; 1024 with --op)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--nrhs", type=int, default=1)
+    p.add_argument("--dtype", default="float64")
+    p.add_argument("--device", action="append", help="restrict to these devices (repeatable)")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--json", metavar="PATH")
+    p.set_defaults(func=cmd_devices)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cusolver-trace",
@@ -182,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_info)
     _add_compare(sub)
+    _add_devices(sub)
     try:
         from .tracing import command as trace_command
     except ImportError:  # pragma: no cover - the trace package is part of the distribution

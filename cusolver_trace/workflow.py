@@ -20,7 +20,8 @@ from . import checks, routines
 from .matrices import spd
 from .timing import Timing, time_calls
 
-__all__ = ["DeviceRun", "run_workflow", "torch_workflow", "replay_workflow"]
+__all__ = ["DeviceRun", "run_workflow", "run_op", "run_on_devices", "visible_devices",
+           "torch_workflow", "replay_workflow", "render"]
 
 
 def torch_workflow(A):
@@ -55,26 +56,30 @@ class DeviceRun:
         return self.replay.median_ms / self.torch.median_ms
 
 
-def run_workflow(devices=None, *, n: int = 4096, dtype: str = "float64", seed: int = 0,
-                 repeat: int = 10, warmup: int = 3) -> list[DeviceRun]:
-    """Run the workflow on each device (default: every visible GPU, else the CPU).
+def visible_devices() -> list[str]:
+    """Every visible GPU (``cuda:0``, ``cuda:1``, ...), else ``["cpu"]``."""
+    import torch
 
-    The same seeded input (built on the CPU in float64, then moved) goes to
-    every device, so results can be compared bit for bit across devices.
-    Returns one :class:`DeviceRun` per device, in order.
+    if torch.cuda.is_available():
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return ["cpu"]
+
+
+def run_on_devices(build, devices=None, *, repeat: int = 10, warmup: int = 3) -> list[DeviceRun]:
+    """Time a (torch, replay) pair of callables on each device, interleaved, with CUDA events.
+
+    ``build(device) -> (torch_fn, replay_fn)``; each callable returns the final
+    tensor, kept (on the CPU) to compare torch with the replay on each device and
+    every device with the first, bit for bit.
     """
     import torch
 
-    if devices is None:
-        devices = ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
-                   if torch.cuda.is_available() else ["cpu"])
-    A_host = spd(n, cond=1e3, dtype=dtype, seed=seed)
     runs = []
-    for dev in devices:
+    for dev in devices or visible_devices():
         dev = torch.device(dev)
-        A = A_host.to(dev)
-        U_t, U_r = torch_workflow(A), replay_workflow(A)
-        t = time_calls({"torch": lambda: torch_workflow(A), "replay": lambda: replay_workflow(A)},
+        torch_fn, replay_fn = build(dev)
+        U_t, U_r = torch_fn(), replay_fn()
+        t = time_calls({"torch": torch_fn, "replay": replay_fn},
                        device=dev if dev.type == "cuda" else None, warmup=warmup, repeat=repeat)
         name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (LAPACK)"
         runs.append(DeviceRun(str(dev), name, t["torch"], t["replay"],
@@ -82,12 +87,51 @@ def run_workflow(devices=None, *, n: int = 4096, dtype: str = "float64", seed: i
     return runs
 
 
-def render(runs: list[DeviceRun]):
+def run_workflow(devices=None, *, n: int = 4096, dtype: str = "float64", seed: int = 0,
+                 repeat: int = 10, warmup: int = 3) -> list[DeviceRun]:
+    """Run the hello_cholesky workflow on each device (default: every visible GPU, else the CPU).
+
+    The same seeded input (built on the CPU in float64, then moved) goes to
+    every device, so results can be compared bit for bit across devices.
+    """
+    A_host = spd(n, cond=1e3, dtype=dtype, seed=seed)
+
+    def build(dev):
+        A = A_host.to(dev)
+        return (lambda: torch_workflow(A)), (lambda: replay_workflow(A))
+
+    return run_on_devices(build, devices, repeat=repeat, warmup=warmup)
+
+
+def run_op(op: str, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
+           dtype: str = "float64", upper: bool = False, seed: int = 0, repeat: int = 10,
+           warmup: int = 3) -> list[DeviceRun]:
+    """Like :func:`run_workflow` for one op: torch's function vs :func:`replay.replay`."""
+    import torch
+
+    from .compare import _torch_call
+    from .replay import replay
+
+    A_host = spd(n, batch=() if batch == 1 else (batch,), cond=1e3, dtype=dtype, seed=seed)
+    B_host = A_host[..., :nrhs].clone()
+
+    def build(dev):
+        A = A_host.to(dev)
+        x = A if op == "cholesky" else torch.linalg.cholesky(A, upper=upper)
+        b = B_host.to(dev) if op == "cholesky_solve" else None
+        return ((lambda: _torch_call(op, x, b, upper)[0]),
+                (lambda: replay(op, x, b, upper=upper)[0]))
+
+    return run_on_devices(build, devices, repeat=repeat, warmup=warmup)
+
+
+def render(runs: list[DeviceRun], title: str = "hello_cholesky workflow: cholesky → cholesky_inverse "
+                                               "→ cholesky(upper)"):
     """A rich table of per-device medians, ratios to the first device, and bitwise agreement."""
     from rich.table import Table
 
     first = runs[0]
-    t = Table(title="hello_cholesky workflow: cholesky → cholesky_inverse → cholesky(upper)")
+    t = Table(title=title)
     for col in ("device", "GPU", "torch ms [IQR]", "replay ms [IQR]", "replay/torch",
                 f"torch time / {first.device}", "torch == replay (bits)", f"U == U on {first.device} (bits)"):
         t.add_column(col)

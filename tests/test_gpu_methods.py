@@ -1,0 +1,119 @@
+"""GPU: every inverse method, judged by LAPACK's pot03 (< 30), and the batched paths vs torch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cusolver_trace import checks, methods, sweep
+from cusolver_trace.ceiling import ceiling
+from cusolver_trace.errors import SingularFactorError
+from cusolver_trace.matrices import lapack_test_matrix, spd
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+FACTOR_METHODS = [m for m in methods.METHODS]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 7, 256, 1000, 2048])
+@pytest.mark.parametrize("method", FACTOR_METHODS)
+def test_method_pot03(method, n, upper, dtype):
+    A = spd(n, cond=1e6, dtype=dtype, device="cuda", seed=n)
+    F = torch.linalg.cholesky(A, upper=upper)
+    X = methods.inverse(F, upper, method)
+    assert X.shape == A.shape and X.dtype == A.dtype and X.device == A.device
+    assert checks.pot03(A, X) < checks.THRESHOLD
+    if method in ("potri", "trtri_lauum", "rec_trtri_lauum"):
+        assert checks.asymmetry(X) == 0
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "cond2", "ill-sqrt", "ill", "small", "large"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("method", FACTOR_METHODS)
+def test_method_pot03_lapack_types(method, upper, dtype, kind):
+    A = lapack_test_matrix(kind, 700, dtype=dtype, device="cuda", seed=2).A
+    F = torch.linalg.cholesky(A, upper=upper)
+    assert checks.pot03(A, methods.inverse(F, upper, method)) < checks.THRESHOLD
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_deep_recursion_with_gemm_split_matches_cpu_plan(monkeypatch, dtype, upper):
+    """Small blocks: many levels, syrk split into gemm; the GPU executor (device pointers)
+    and the CPU reference executor (as_strided views) run the same plan."""
+    monkeypatch.setattr(methods, "BLOCKING", dict(base=64, block=32, syrk_base=64))
+    A = spd(1000, batch=(2,), cond=1e4, dtype=dtype, device="cuda", seed=5)
+    F = torch.linalg.cholesky(A, upper=upper)
+    for m in ("trtri_lauum", "rec_trtri_lauum"):
+        X = methods.inverse(F, upper, m)
+        assert checks.pot03(A, X) < checks.THRESHOLD
+        ref = methods.inverse(F.cpu(), upper, m)
+        assert checks.rel_fro_diff(X.cpu(), ref) < 1e3 * checks.dtype_info(dtype).lapack_eps * 1e4
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("batch,n", [(10000, 8), (1000, 32), (100, 128), (8, 512)])
+def test_batched_methods_vs_torch(batch, n, upper, dtype):
+    A = spd(n, batch=(batch,), cond=1e4, dtype=dtype, device="cuda", seed=batch)
+    F = torch.linalg.cholesky(A, upper=upper)
+    ref = torch.cholesky_inverse(F, upper=upper)
+    for m in ("trsm_batched", "auto"):
+        X = methods.inverse(F, upper, m)
+        assert checks.pot03(A, X) < checks.THRESHOLD
+        assert checks.rel_fro_diff(X, ref) < 1e4 * checks.dtype_info(dtype).lapack_eps * 1e3
+    X, info = methods.potrf_trsm_batched(A, upper)
+    assert (info == 0).all() and info.shape == (batch,)
+    assert checks.pot03(A, X) < checks.THRESHOLD
+    assert checks.rel_fro_diff(X, ref) < 1e4 * checks.dtype_info(dtype).lapack_eps * 1e3
+
+
+def test_potrf_trsm_batched_reports_the_failing_minor():
+    t = lapack_test_matrix("zero-middle", 32, batch=(4,), device="cuda")
+    _, info = methods.potrf_trsm_batched(t.A)
+    assert info.tolist() == [t.expected_info] * 4
+
+
+@pytest.mark.parametrize("method", [m for m in FACTOR_METHODS if m not in ("torch", "auto")])
+def test_singular_factor_raises(method):
+    F = torch.linalg.cholesky(spd(600, device="cuda", seed=1))
+    F[300, 300] = 0
+    with pytest.raises(SingularFactorError) as e:
+        methods.inverse(F, method=method)
+    assert e.value.index == 301
+
+
+def test_auto_follows_the_table():
+    for batch, n in [(1, 64), (1, 4096), (1000, 32), (8, 512)]:
+        want = methods.auto_method(n, batch, "float64", "cuda")
+        shape = () if batch == 1 else (batch,)
+        F = torch.linalg.cholesky(spd(n, batch=shape, device="cuda", seed=3))
+        X, _ = methods.cuda_inverse(F, False, "auto")
+        Y, _ = methods.cuda_inverse(F, False, want)
+        assert checks.bitwise_equal(X, Y), (batch, n, want)
+
+
+def test_cuda_inverse_contract():
+    F = torch.linalg.cholesky(spd(64, batch=(3, 2), device="cuda"))
+    for m in FACTOR_METHODS:
+        X, info = methods.cuda_inverse(F, False, m)
+        assert X.shape == F.shape and info.dtype == torch.int32 and info.shape == (6,)
+        assert info.device == F.device and (info == 0).all()
+
+
+def test_ceiling_on_gpu():
+    c = ceiling("cuda", "float64")
+    assert c.clock == "cuda-events" and c.gemm_gflops > 1000 and c.copy_gbs > 100
+    assert ceiling("cuda:0", "float64") is c
+
+
+def test_sweep_gpu_small(tmp_path):
+    rows = sweep.run_sweep("cholesky_inverse", [256], [1, 50], ["float64"], device="cuda:0",
+                           repeat=3, progress=False)
+    assert rows and all(r["status"] == "ok" and r["clock"] == "cuda-events" for r in rows)
+    rows = sweep.run_sweep("spd_inverse", [16], [100], ["complex64"], device="cuda:0", repeat=3,
+                           progress=False)
+    assert all(r["status"] == "ok" for r in rows)

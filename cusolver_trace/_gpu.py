@@ -65,8 +65,11 @@ class GpuContext:
 
 class _PerThread(dict):
     def __del__(self):  # the thread ended: give its handles back
-        for ctx in self.values():
-            ctx.close()
+        try:
+            for ctx in self.values():
+                ctx.close()
+        except Exception:  # interpreter shutdown: module globals already cleared
+            pass
 
 
 def _contexts() -> _PerThread:

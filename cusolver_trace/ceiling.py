@@ -135,7 +135,6 @@ def ceiling(device=None, dtype="float64", *, n: int | None = None, repeat: int |
         copy_ms=c.median_ms, clock=g.clock,
         how=(f"torch.matmul {dt.name} {n}x{n}x{n}{tf32} ({'8' if dt.is_complex else '2'}n^3 flops), "
              f"median of {repeat}; copy_ of {src.numel() / 2**20:.0f} MiB counting read + write"))
-    del a, b, out, src, dst
     if not custom:
         _CACHE[key] = result
     return result

@@ -16,9 +16,13 @@ method             what runs (per matrix unless batched)
 ``trsm_batched``   two ``cublas<t>trsmBatched`` on the identity, whole batch at once
 ``trtri_lauum``    ``cusolverDnXtrtri`` (W = L⁻¹), then W ← Wᴴ·W by a *recursive
                    blocked lauum* (``cublas<t>syrk``/``herk``, ``trmm``, ``gemm``;
-                   ``cusolverDn<t>lauum`` on diagonal blocks <= ``BLOCKING["base"]``)
+                   ``cusolverDn<t>lauum`` on diagonal blocks <= ``BLOCKING["lauum_base"]``:
+                   by default one lauum for the whole matrix up to n = 16384, float32
+                   recursing from 512 — what measured fastest on an H200)
 ``rec_trtri_lauum`` the same, with trtri also recursive: two half-size inverses
-                   and two ``trmm`` per level (``Xtrtri`` on small diagonal blocks)
+                   and two ``trmm`` per level; diagonal blocks <= ``BLOCKING["trtri_base"]``
+                   inverted by ``cublas<t>trsm`` on an identity (``Xtrtri`` alone takes
+                   44 ms at n = 8192 on an H200, 4 TFLOP/s: this is the method's gain)
 ``auto``           chosen by shape from :data:`AUTO_TABLE`
 ================== =============================================================
 
@@ -70,22 +74,39 @@ FLOP_COUNT = {"torch": "inverse_potrs", "potrs": "inverse_potrs", "trsm": "inver
 #: Which method ``"auto"`` picks. ONE table: rules are tried in order, the first whose
 #: conditions all hold wins. Conditions: ``device`` ("cuda"/"cpu"), ``batch_min``,
 #: ``batch_max``, ``n_min``, ``n_max`` (inclusive), ``dtypes`` (tuple of names).
-#: Source: gpu-ground-truth.md (H200, torch 2.11, float64): two trsmBatched beat torch's
-#: MAGMA path at 10000×8 (0.13 vs 0.20 ms) and 1000×32 (0.11 vs 0.13 ms), tie at 100×128;
-#: torch's potrs path runs at 11–14 TFLOP/s (potri count) for n >= 8192 against a 57 TFLOP/s
-#: DGEMM. The n >= 2048 row is a GUESS (the recursive method keeps its flops in
-#: trmm/syrk/gemm); replace it with the crossovers `cusolver-trace sweep` measures on the H200.
+#: Source: CUDA-event medians on an NVIDIA H200, torch 2.11.0+cu130, cuSOLVER 12.0.4 /
+#: cuBLAS 13.1 (`cusolver-trace sweep`, 2026-11-30); time relative to torch.cholesky_inverse
+#: (< 1 = faster), rec_trtri_lauum with the default BLOCKING: float64 1.03 / 0.85 / 0.70 / 0.49
+#: (n = 4096 / 6144 / 8192 / 16384); float32 0.84 / 0.66 / 0.58 (6144 / 8192 / 12288);
+#: complex64 0.77 / 0.61 (4096 / 6144); complex128 0.60 (6144), 0.83 (4096, earlier blocking).
+#: trsm_batched at n = 512: 0.46–0.86 (batch 8 – 1000); at n <= 128 torch's MAGMA path
+#: (0.1–0.3 ms) beats the Python-driven raw path (0.35–0.7 ms, host-bound). Shapes not
+#: measured fall through to torch. Update these rows from `cusolver-trace sweep`.
 AUTO_TABLE = {
     "cpu: LAPACK potri (torch's CPU path)": dict(device="cpu", method="potri"),
-    "many small matrices": dict(device="cuda", batch_min=2, n_max=128, method="trsm_batched"),
-    "one large matrix": dict(device="cuda", batch_max=1, n_min=2048, method="rec_trtri_lauum"),
+    "batches of 512 x 512": dict(device="cuda", batch_min=2, n_min=512, n_max=512,
+                                 method="trsm_batched"),
+    "one large complex matrix": dict(device="cuda", batch_max=1, n_min=4096,
+                                     dtypes=("complex64", "complex128"), method="rec_trtri_lauum"),
+    "one large matrix": dict(device="cuda", batch_max=1, n_min=6144, method="rec_trtri_lauum"),
     "otherwise: torch's own choice": dict(method="torch"),
 }
 
-#: Recursive blocking: diagonal blocks of order <= ``base`` go to cuSOLVER (lauum / Xtrtri);
-#: split points are multiples of ``block``; a syrk/herk update of order > ``syrk_base`` is
-#: split into two half-size syrk/herk and one gemm (more of the flops in GEMM kernels).
-BLOCKING = {"base": 512, "block": 256, "syrk_base": 2048}
+#: Recursive blocking: diagonal blocks of order <= ``lauum_base`` go to cuSOLVER ``lauum``, those
+#: <= ``trtri_base`` to ``trtri_kernel`` (``"trsm"``: cuBLAS trsm on an identity in a workspace;
+#: ``"xtrtri"``: ``cusolverDnXtrtri``); split points are multiples of ``block``; a syrk/herk
+#: update of order > ``syrk_base`` is split into two half-size syrk/herk and one gemm, and a
+#: trmm whose triangle has order > ``trmm_base`` into two half-size trmm and one gemm.
+#: ``lauum_base`` may be a dict by dtype name. Defaults measured on the H200 (rec_trtri_lauum):
+#: the trsm kernel beats Xtrtri blocks (25.8 vs 27.6 ms, float64 n = 8192); trtri_base 1024
+#: beats 512 / 256 / 128 (24.8 vs 25.8 / 27.2 / 28.7 ms); cuSOLVER's own lauum on the whole
+#: matrix beats the recursive syrk/trmm/gemm lauum in float64 (23.1 vs 24.8 ms at 8192) and
+#: complex128 (26.7 vs 28.3 ms at 6144), ties in complex64, and loses badly in float32
+#: (29.7 vs 20.9 ms at 8192): float32 recurses from 512; syrk_base / trmm_base change < 2 %.
+BLOCKING = {"lauum_base": {"float32": 512, "float64": 16384, "complex64": 16384,
+                           "complex128": 16384},
+            "trtri_base": 1024, "block": 256, "syrk_base": 2048, "trmm_base": 2048,
+            "trtri_kernel": "trsm"}
 
 
 def auto_method(n: int, batch: int = 1, dtype="float64", device="cuda") -> str:
@@ -109,8 +130,9 @@ class Call(NamedTuple):
     matrix; the call's pointer is ``base + element_offset(row, col, lda)·itemsize``.
 
     ``routine``: ``"lauum"`` (C ← Tᴴ·T lower / T·Tᴴ upper, in place), ``"trtri"``
-    (C ← C⁻¹, in place), ``"syrk"`` (C ← alpha·op(A)·op(A)ᴴ + beta·C; herk for
-    complex), ``"trmm"`` (C ← alpha·op(T)·C (side ``"L"``) or alpha·C·op(T)
+    (C ← C⁻¹ in place, cusolverDnXtrtri), ``"trsm_inv"`` (C ← C⁻¹: cuBLAS trsm on
+    an identity in a workspace, the triangle copied back), ``"syrk"``
+    (C ← alpha·op(A)·op(A)ᴴ + beta·C; herk for complex), ``"trmm"`` (C ← alpha·op(T)·C (side ``"L"``) or alpha·C·op(T)
     (``"R"``), T triangular at ``a``; in place: cuBLAS's B = C), ``"gemm"``
     (C ← alpha·op(A)·op(B) + beta·C). ``m × n`` is the block written
     (lauum/trtri/syrk: ``m == n``), ``k`` the inner dimension (syrk, gemm).
@@ -165,8 +187,40 @@ def _syrk_calls(uplo, n, k, c, a, syrk_base, block):
             + _syrk_calls(uplo, n2, k, c2, a2, syrk_base, block))
 
 
+def _trmm_calls(uplo, side, trans, m, n, c, a, alpha, trmm_base, block):
+    """C (m × n at ``c``) ← alpha·op(T)·C (side L) or alpha·C·op(T) (side R), T triangular at
+    ``a``: one trmm, or (order > ``trmm_base``) T split into two half-size trmm and a gemm
+    with T's off-diagonal block, ordered so that each step reads C blocks not yet updated."""
+    order = m if side == "L" else n
+    if order <= trmm_base:
+        return [Call("trmm", uplo, m, n, c, a=a, side=side, trans=trans, alpha=alpha)]
+    t1 = split_point(order, block)
+    t2 = order - t1
+    a2 = (a[0] + t1, a[1] + t1)
+    off = (a[0] + t1, a[1]) if uplo == "L" else (a[0], a[1] + t1)  # T21 or T12 as stored
+    lower_op = (uplo == "L") == (trans == "N")  # op(T) is lower triangular
+
+    def rec(mm, nn, cc, aa):
+        return _trmm_calls(uplo, side, trans, mm, nn, cc, aa, alpha, trmm_base, block)
+
+    if side == "L":  # rows of C split: C1 (t1 × n), C2 (t2 × n)
+        c2 = (c[0] + t1, c[1])
+        if lower_op:  # C2 = P21·C1 + P22·C2, C1 = P11·C1
+            return (rec(t2, n, c2, a2) + [Call("gemm", uplo, t2, n, c2, k=t1, a=off, b=c,
+                                               trans=trans, alpha=alpha)] + rec(t1, n, c, a))
+        return (rec(t1, n, c, a) + [Call("gemm", uplo, t1, n, c, k=t2, a=off, b=c2, trans=trans,
+                                         alpha=alpha)] + rec(t2, n, c2, a2))
+    c2 = (c[0], c[1] + t1)  # columns of C split: C1 (m × t1), C2 (m × t2)
+    if lower_op:  # C1 = C1·P11 + C2·P21, C2 = C2·P22
+        return (rec(m, t1, c, a) + [Call("gemm", uplo, m, t1, c, k=t2, a=c2, b=off, transb=trans,
+                                         alpha=alpha)] + rec(m, t2, c2, a2))
+    return (rec(m, t2, c2, a2) + [Call("gemm", uplo, m, t2, c2, k=t1, a=c, b=off, transb=trans,
+                                       alpha=alpha)] + rec(m, t1, c, a))
+
+
 def lauum_plan(n: int, upper: bool = False, *, base: int | None = None, block: int | None = None,
-               syrk_base: int | None = None, offset: int = 0) -> list[Call]:
+               syrk_base: int | None = None, trmm_base: int | None = None,
+               dtype="float64", offset: int = 0) -> list[Call]:
     """Recursive blocked lauum: the lower triangle of Wᴴ·W (W lower) or the upper of W·Wᴴ (W upper).
 
     Split at k = :func:`split_point` (n): W = [[W11, 0], [W21, W22]] (lower) gives
@@ -177,44 +231,54 @@ def lauum_plan(n: int, upper: bool = False, *, base: int | None = None, block: i
 
     in that order, in place (each step reads only blocks not yet overwritten).
     Upper: result11 = W11·W11ᴴ + W12·W12ᴴ, result12 = W12·W22ᴴ (trmm, side R),
-    result22 = W22·W22ᴴ. Orders <= ``base`` are one cuSOLVER ``lauum``. Defaults
-    come from :data:`BLOCKING`; ``offset`` places the block at (offset, offset).
+    result22 = W22·W22ᴴ. Orders <= ``base`` are one cuSOLVER ``lauum``; large
+    syrk / trmm steps are split further (``syrk_base``, ``trmm_base``). Defaults
+    come from :data:`BLOCKING` (``lauum_base`` for ``dtype`` when it is a dict);
+    ``offset`` places the block at (offset, offset).
     """
-    base = BLOCKING["base"] if base is None else base
-    block = BLOCKING["block"] if block is None else block
-    syrk_base = BLOCKING["syrk_base"] if syrk_base is None else syrk_base
+    base, block, syrk_base, trmm_base = (BLOCKING[k] if v is None else v for k, v in (
+        ("lauum_base", base), ("block", block), ("syrk_base", syrk_base),
+        ("trmm_base", trmm_base)))
+    if isinstance(base, dict):
+        base = base[dtype_info(dtype).name]
     uplo, o = ("U" if upper else "L"), offset
     if n <= max(base, 1):
         return [Call("lauum", uplo, n, n, (o, o))]
     k = split_point(n, block)
     m = n - k
-    kw = dict(base=base, block=block, syrk_base=syrk_base)
+    kw = dict(base=base, block=block, syrk_base=syrk_base, trmm_base=trmm_base)
+    d2 = (o + k, o + k)
     if upper:
         panel = (o, o + k)  # W12, k × m
-        mid = _syrk_calls(uplo, k, m, (o, o), panel, syrk_base, block) + [
-            Call("trmm", uplo, k, m, panel, a=(o + k, o + k), side="R", trans="C")]
+        mid = (_syrk_calls(uplo, k, m, (o, o), panel, syrk_base, block)
+               + _trmm_calls(uplo, "R", "C", k, m, panel, d2, 1.0, trmm_base, block))
     else:
         panel = (o + k, o)  # W21, m × k
-        mid = _syrk_calls(uplo, k, m, (o, o), panel, syrk_base, block) + [
-            Call("trmm", uplo, m, k, panel, a=(o + k, o + k), side="L", trans="C")]
+        mid = (_syrk_calls(uplo, k, m, (o, o), panel, syrk_base, block)
+               + _trmm_calls(uplo, "L", "C", m, k, panel, d2, 1.0, trmm_base, block))
     return (lauum_plan(k, upper, offset=o, **kw) + mid
             + lauum_plan(m, upper, offset=o + k, **kw))
 
 
 def trtri_plan(n: int, upper: bool = False, *, base: int | None = None, block: int | None = None,
+               trmm_base: int | None = None, kernel: str | None = None,
                offset: int = 0) -> list[Call]:
     """Recursive triangular inverse from trmm: L = [[L11, 0], [L21, L22]] →
 
     W11 = L11⁻¹ and W22 = L22⁻¹ (recursive), then W21 = −W22·L21 (trmm side L,
     alpha −1) and W21 ← W21·W11 (trmm side R): −L22⁻¹·L21·L11⁻¹. Upper:
-    W12 = −W11·U12, then W12 ← W12·W22. Orders <= ``base`` are one
-    ``cusolverDnXtrtri`` (non-unit diagonal).
+    W12 = −W11·U12, then W12 ← W12·W22. Orders <= ``base`` are one ``"trsm_inv"``
+    (``kernel="trsm"``) or ``"trtri"`` (``kernel="xtrtri"``) call, non-unit
+    diagonal; trmm steps with a triangle of order > ``trmm_base`` are split further.
     """
-    base = BLOCKING["base"] if base is None else base
-    block = BLOCKING["block"] if block is None else block
+    base, block, trmm_base, kernel = (BLOCKING[k] if v is None else v for k, v in (
+        ("trtri_base", base), ("block", block), ("trmm_base", trmm_base),
+        ("trtri_kernel", kernel)))
+    if kernel not in ("trsm", "xtrtri"):
+        raise ValueError(f"trtri kernel must be 'trsm' or 'xtrtri', got {kernel!r}")
     uplo, o = ("U" if upper else "L"), offset
     if n <= max(base, 1):
-        return [Call("trtri", uplo, n, n, (o, o))]
+        return [Call("trsm_inv" if kernel == "trsm" else "trtri", uplo, n, n, (o, o))]
     k = split_point(n, block)
     m = n - k
     d1, d2 = (o, o), (o + k, o + k)
@@ -222,10 +286,10 @@ def trtri_plan(n: int, upper: bool = False, *, base: int | None = None, block: i
         off, rows, cols, first, second = (o, o + k), k, m, d1, d2
     else:
         off, rows, cols, first, second = (o + k, o), m, k, d2, d1
-    return (trtri_plan(k, upper, base=base, block=block, offset=o)
-            + trtri_plan(m, upper, base=base, block=block, offset=o + k)
-            + [Call("trmm", uplo, rows, cols, off, a=first, side="L", alpha=-1.0),
-               Call("trmm", uplo, rows, cols, off, a=second, side="R")])
+    kw = dict(base=base, block=block, trmm_base=trmm_base, kernel=kernel)
+    return (trtri_plan(k, upper, offset=o, **kw) + trtri_plan(m, upper, offset=o + k, **kw)
+            + _trmm_calls(uplo, "L", "N", rows, cols, off, first, -1.0, trmm_base, block)
+            + _trmm_calls(uplo, "R", "N", rows, cols, off, second, 1.0, trmm_base, block))
 
 
 # --------------------------------------------------------------------------- executors
@@ -262,7 +326,7 @@ def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0) -> None
         if c.routine == "lauum":
             T = _tri(C, c.uplo)
             _set_triangle(C, T.mH @ T if c.uplo == "L" else T @ T.mH, c.uplo)
-        elif c.routine == "trtri":
+        elif c.routine in ("trtri", "trsm_inv"):
             T = _tri(C, c.uplo)
             eye = torch.eye(c.n, dtype=C.dtype, device=C.device)
             _set_triangle(C, torch.linalg.solve_triangular(T, eye, upper=c.uplo == "U"), c.uplo)
@@ -285,7 +349,7 @@ def _cuda_runner(ctx, dt, plans, w: torch.Tensor) -> Callable:
     """A function ``run(plan, base_ptr, info_ptr)`` executing plans through raw cuBLAS /
     cuSOLVER on matrices of ``w`` (contiguous ``(batch, n, n)``, column-major, lda = n).
 
-    Workspaces for every lauum / Xtrtri block size in ``plans`` are sized once.
+    Workspaces for every lauum / Xtrtri / trsm_inv block size in ``plans`` are sized once.
     """
     from .raw import cublas as cb
     from .raw import cusolver as cs
@@ -304,6 +368,9 @@ def _cuda_runner(ctx, dt, plans, w: torch.Tensor) -> Callable:
         dbytes, hbytes = max(dbytes, d), max(hbytes, h)
     work = ctx.workspace(max(dbytes, lauum_lwork * isz))
     host = np.empty(max(hbytes, 1), dtype=np.uint8)
+    inv_n = max((c.n for p in plans for c in p if c.routine == "trsm_inv"), default=0)
+    inv_ws = torch.empty(inv_n * inv_n, dtype=w.dtype, device=w.device)  # trsm_inv's identity
+    flat, masks = w.reshape(-1), {}
     scalars = {}
 
     def sc(prefix, v):  # host scalars, kept alive for the runner's lifetime
@@ -315,6 +382,7 @@ def _cuda_runner(ctx, dt, plans, w: torch.Tensor) -> Callable:
         def p(ij):
             return base_ptr + element_offset(ij[0], ij[1], lda) * isz
 
+        base_elem = (base_ptr - p0) // isz
         for c in plan:
             u = uplo_[c.uplo]
             if c.routine == "lauum":
@@ -322,6 +390,18 @@ def _cuda_runner(ctx, dt, plans, w: torch.Tensor) -> Callable:
             elif c.routine == "trtri":
                 cs.Xtrtri(ctx.solver, u, cs.NON_UNIT, c.n, cdt, p(c.c), lda, work.data_ptr(), dbytes,
                           host.ctypes.data, hbytes, info_ptr)
+            elif c.routine == "trsm_inv":  # X = T⁻¹·I in the workspace (ld = n), triangle back
+                x = inv_ws[: c.n * c.n].as_strided((c.n, c.n), (1, c.n))
+                x.zero_()
+                x.diagonal().fill_(1)
+                cb.trsm(t, ctx.blas, cb.LEFT, u, cb.OP_N, cb.NON_UNIT, c.n, c.n, sc(t, 1.0),
+                        p(c.c), lda, x.data_ptr(), c.n)
+                blk = flat.as_strided((c.n, c.n), (1, lda),
+                                      flat.storage_offset() + base_elem + element_offset(*c.c, lda))
+                if (c.n, c.uplo) not in masks:
+                    masks[c.n, c.uplo] = _tri(torch.ones(c.n, c.n, dtype=torch.bool, device=w.device),
+                                              c.uplo)
+                blk.copy_(torch.where(masks[c.n, c.uplo], x, blk))
             elif c.routine == "syrk":
                 cb.syrk(t, ctx.blas, u, op_[c.trans], c.n, c.k, sc(real_t, c.alpha), p(c.a), lda,
                         sc(real_t, c.beta), p(c.c), lda)
@@ -346,15 +426,15 @@ def _zero_pivot_info(w: torch.Tensor) -> torch.Tensor:
 
 
 def _trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
-    """W = L⁻¹ (Xtrtri, or the recursive trtri plan), then the recursive lauum plan,
+    """W = L⁻¹ (one Xtrtri, or the recursive trtri plan), then the (recursive) lauum plan,
     on one column-major working copy; returns (full Hermitian inverse, info)."""
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
     w = _cu.colmajor(c)
     inv = trtri_plan(n, upper) if recursive else [Call("trtri", "U" if upper else "L", n, n, (0, 0))]
-    mul = lauum_plan(n, upper)
-    # the recursive trtri calls Xtrtri on diagonal blocks (block-relative info): report the
-    # first zero pivot of the whole factor instead, as trtri does
+    mul = lauum_plan(n, upper, dtype=dt.name)
+    # the recursive trtri inverts diagonal blocks (trsm reports nothing; Xtrtri's info would be
+    # block-relative): report the first zero pivot of the whole factor, as trtri does
     info = _zero_pivot_info(w) if recursive or w.device.type != "cuda" else \
         torch.zeros(w.shape[0], dtype=torch.int32, device=w.device)
     if w.device.type == "cuda":
@@ -454,7 +534,7 @@ def inverse_ex(L: torch.Tensor, upper: bool = False, method: str = "auto"):
 _ROUTINE = {"torch": "torch.cholesky_inverse", "potrs": "cusolverDnXpotrs",
             "potri": "cusolverDn{T}potri", "trsm": "cublas{T}trsm",
             "trsm_batched": "cublas{T}trsmBatched", "trtri_lauum": "cusolverDnXtrtri",
-            "rec_trtri_lauum": "recursive trtri (cublas{T}trmm + cusolverDnXtrtri)"}
+            "rec_trtri_lauum": "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)"}
 
 
 def inverse(L: torch.Tensor, upper: bool = False, method: str = "auto") -> torch.Tensor:

@@ -30,7 +30,6 @@ import json
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from . import checks, methods
@@ -43,7 +42,7 @@ __all__ = ["OPS", "OP_METHODS", "GPU_ONLY", "DEFAULT_METHODS", "Case", "make_cas
            "write_csv", "plot_sweep", "register"]
 
 OPS = ("cholesky", "cholesky_inverse", "cholesky_solve", "spd_inverse")
-_INV = tuple(m for m in methods.METHODS)
+_INV = methods.METHODS
 OP_METHODS = {
     "cholesky": ("torch", "replay", "potrf", "potrf_X", "potrf_legacy", "potrf_batched"),
     "cholesky_inverse": ("torch", "torch_cusolver", "replay", *_INV),

@@ -18,8 +18,9 @@ def test_batch_counts_around_launch_limits(batch):
     A = A1.expand(batch, 2, 2)  # stride-0 expanded input
     L, info = routines.potrf(A)  # potrfBatched, as torch
     assert L.shape == (batch, 2, 2) and not bool(info.any())
-    assert checks.bitwise_equal(L, torch.linalg.cholesky(A))
-    assert checks.bitwise_equal(L[-1], torch.linalg.cholesky(A1))
+    assert checks.bitwise_equal(L, torch.linalg.cholesky(A))  # torch also runs potrfBatched
+    # potrfBatched is a different kernel from Xpotrf: equal bits are not expected, accuracy is
+    assert checks.pot01(A1, L[-1]) < 30
     Ainv = routines.cholesky_inverse(L, method="trsm_batched")
     assert checks.pot03(A, Ainv) < 30
     B = torch.ones(batch, 2, 1, device="cuda")

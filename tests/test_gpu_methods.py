@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from cusolver_trace import checks, methods, sweep
+from cusolver_trace._dtypes import dtype_info
 from cusolver_trace.ceiling import ceiling
 from cusolver_trace.errors import SingularFactorError
 from cusolver_trace.matrices import lapack_test_matrix, spd
@@ -12,7 +13,12 @@ from cusolver_trace.matrices import lapack_test_matrix, spd
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
-FACTOR_METHODS = [m for m in methods.METHODS]
+FACTOR_METHODS = list(methods.METHODS)
+
+
+def _tol(dtype, cond=1e4, n=1000):
+    """Relative difference allowed between two backward-stable inverses: cond · n · eps."""
+    return cond * n * dtype_info(dtype).lapack_eps
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -41,17 +47,19 @@ def test_method_pot03_lapack_types(method, upper, dtype, kind):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
-def test_deep_recursion_with_gemm_split_matches_cpu_plan(monkeypatch, dtype, upper):
-    """Small blocks: many levels, syrk split into gemm; the GPU executor (device pointers)
+@pytest.mark.parametrize("kernel", ["trsm", "xtrtri"])
+def test_deep_recursion_with_gemm_split_matches_cpu_plan(monkeypatch, kernel, dtype, upper):
+    """Small blocks: many levels, syrk and trmm split into gemm; the GPU executor (device pointers)
     and the CPU reference executor (as_strided views) run the same plan."""
-    monkeypatch.setattr(methods, "BLOCKING", dict(base=64, block=32, syrk_base=64))
+    monkeypatch.setattr(methods, "BLOCKING", dict(lauum_base=64, trtri_base=80, block=32,
+                                                  syrk_base=64, trmm_base=48, trtri_kernel=kernel))
     A = spd(1000, batch=(2,), cond=1e4, dtype=dtype, device="cuda", seed=5)
     F = torch.linalg.cholesky(A, upper=upper)
     for m in ("trtri_lauum", "rec_trtri_lauum"):
         X = methods.inverse(F, upper, m)
         assert checks.pot03(A, X) < checks.THRESHOLD
         ref = methods.inverse(F.cpu(), upper, m)
-        assert checks.rel_fro_diff(X.cpu(), ref) < 1e3 * checks.dtype_info(dtype).lapack_eps * 1e4
+        assert checks.rel_fro_diff(X.cpu(), ref) < _tol(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -64,11 +72,11 @@ def test_batched_methods_vs_torch(batch, n, upper, dtype):
     for m in ("trsm_batched", "auto"):
         X = methods.inverse(F, upper, m)
         assert checks.pot03(A, X) < checks.THRESHOLD
-        assert checks.rel_fro_diff(X, ref) < 1e4 * checks.dtype_info(dtype).lapack_eps * 1e3
+        assert checks.rel_fro_diff(X, ref) < _tol(dtype)
     X, info = methods.potrf_trsm_batched(A, upper)
     assert (info == 0).all() and info.shape == (batch,)
     assert checks.pot03(A, X) < checks.THRESHOLD
-    assert checks.rel_fro_diff(X, ref) < 1e4 * checks.dtype_info(dtype).lapack_eps * 1e3
+    assert checks.rel_fro_diff(X, ref) < _tol(dtype)
 
 
 def test_potrf_trsm_batched_reports_the_failing_minor():

@@ -24,12 +24,13 @@ from cusolver_trace.matrices import spd
 from cusolver_trace.methods import (Call, element_offset, lauum_plan, run_plan_reference,
                                     split_point, trtri_plan)
 
-SMALL = dict(base=4, block=2, syrk_base=4)  # many recursion levels at small n
+SMALL = dict(base=4, block=2, syrk_base=4, trmm_base=3)  # many recursion levels at small n
 
 
 @pytest.fixture
 def small_blocking(monkeypatch):
-    monkeypatch.setattr(methods, "BLOCKING", dict(SMALL))
+    monkeypatch.setattr(methods, "BLOCKING", dict(
+        lauum_base=4, trtri_base=5, block=2, syrk_base=4, trmm_base=3, trtri_kernel="trsm"))
 
 
 # --------------------------------------------------------------------------- auto table
@@ -111,10 +112,13 @@ def test_lauum_plan_computes_the_triangle_of_WhW(dtype, upper, n, pad):
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [1, 2, 5, 16, 37])
 @pytest.mark.parametrize("pad", [0, 3])
-def test_trtri_plan_computes_the_inverse(dtype, upper, n, pad):
+@pytest.mark.parametrize("kernel", ["trsm", "xtrtri"])
+def test_trtri_plan_computes_the_inverse(dtype, upper, n, pad, kernel):
     W = _triangular(n, upper, dtype, seed=n + 100)
-    got = _run(trtri_plan(n, upper, **{k: SMALL[k] for k in ("base", "block")}), W, upper,
-               n + pad, fill=-3.0)
+    plan = trtri_plan(n, upper, kernel=kernel, **{k: SMALL[k] for k in ("base", "block", "trmm_base")})
+    assert {c.routine for c in plan if c.routine != "trmm" and c.routine != "gemm"} \
+        == {"trsm_inv" if kernel == "trsm" else "trtri"}
+    got = _run(plan, W, upper, n + pad, fill=-3.0)
     eye = torch.eye(n, dtype=dtype)
     torch.testing.assert_close(got @ W, eye, rtol=1e-10, atol=1e-10)
 
@@ -128,17 +132,22 @@ def _in_bounds(call: Call, n):
     if call.routine in ("syrk", "gemm"):
         rows, cols = (call.k, call.m) if call.trans == "C" else (call.m, call.k)
         ok &= call.a[0] + rows <= n and call.a[1] + cols <= n
+    if call.routine == "gemm":
+        rows, cols = (call.n, call.k) if call.transb == "C" else (call.k, call.n)
+        ok &= call.b[0] + rows <= n and call.b[1] + cols <= n
     return ok
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 3000), upper=st.booleans(), base=st.integers(1, 600),
-       block=st.sampled_from([1, 2, 32, 256]), syrk_base=st.integers(1, 3000))
-def test_plans_stay_in_bounds_and_tile_the_diagonal(n, upper, base, block, syrk_base):
-    for plan in (lauum_plan(n, upper, base=base, block=block, syrk_base=syrk_base),
-                 trtri_plan(n, upper, base=base, block=block)):
+       block=st.sampled_from([1, 2, 32, 256]), syrk_base=st.integers(1, 3000),
+       trmm_base=st.integers(1, 3000))
+def test_plans_stay_in_bounds_and_tile_the_diagonal(n, upper, base, block, syrk_base, trmm_base):
+    for plan in (lauum_plan(n, upper, base=base, block=block, syrk_base=syrk_base,
+                            trmm_base=trmm_base),
+                 trtri_plan(n, upper, base=base, block=block, trmm_base=trmm_base)):
         assert all(_in_bounds(c, n) for c in plan)
-        diag = [c for c in plan if c.routine in ("lauum", "trtri")]
+        diag = [c for c in plan if c.routine in ("lauum", "trtri", "trsm_inv")]
         assert all(c.c[0] == c.c[1] and c.n <= max(base, 1) for c in diag)
         blocks = sorted((c.c[0], c.n) for c in diag)  # they tile the diagonal, in order
         assert [s for s, _ in blocks] == [sum(m for _, m in blocks[:i]) for i in range(len(blocks))]
@@ -150,11 +159,22 @@ def test_plan_flops_match_lawn41():
     """The lauum plan does n³/3 multiply-adds' worth of work (as LAPACK's lauum): the
     blocked calls' flops plus the diagonal blocks' add up to the unblocked count."""
     def f(c):  # real flops of one call, LAWN 41 leading terms
-        return {"lauum": c.n ** 3 / 3, "trtri": c.n ** 3 / 3, "syrk": c.n * c.n * c.k,
+        return {"lauum": c.n ** 3 / 3, "trtri": c.n ** 3 / 3, "trsm_inv": c.n ** 3 / 3, "syrk": c.n * c.n * c.k,
                 "gemm": 2 * c.m * c.n * c.k, "trmm": c.m * c.n * (c.m if c.side == "L" else c.n)}[c.routine]
     for n in (1000, 4096):
-        for plan in (lauum_plan(n, base=300, block=64, syrk_base=500), trtri_plan(n, base=300, block=64)):
+        for plan in (lauum_plan(n, base=300, block=64, syrk_base=500, trmm_base=400),
+                     trtri_plan(n, base=300, block=64, trmm_base=400)):
             assert sum(map(f, plan)) == pytest.approx(n ** 3 / 3, rel=0.01)
+
+
+def test_lauum_base_by_dtype(monkeypatch):
+    monkeypatch.setitem(methods.BLOCKING, "lauum_base", {"float32": 100, "float64": 1000,
+                                                         "complex64": 1000, "complex128": 10})
+    assert len(lauum_plan(500, dtype="float64")) == 1
+    assert len(lauum_plan(500, dtype=torch.complex64)) == 1
+    assert len(lauum_plan(500, dtype="float32")) > 1
+    assert all(c.n <= 10 for c in lauum_plan(500, dtype="complex128") if c.routine == "lauum")
+    assert len(lauum_plan(500, dtype="complex128", base=600)) == 1
 
 
 @pytest.mark.parametrize("n,block", [(2, 256), (513, 256), (1000, 256), (1024, 256), (7, 2), (3, 1)])
@@ -207,6 +227,8 @@ def test_inverse_errors():
         methods.inverse(F.numpy())
     with pytest.raises(TypeError):
         methods.inverse(F.to(torch.int64))
+    with pytest.raises(ValueError, match="kernel"):
+        trtri_plan(8, kernel="magma")
     G = F.clone()
     G[4, 4] = 0
     for m in ("potri", "potrs", "rec_trtri_lauum", "trtri_lauum"):

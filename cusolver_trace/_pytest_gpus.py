@@ -1,0 +1,129 @@
+"""pytest plugin: spread GPU benchmarks over several GPUs with pytest-xdist, merge the results.
+
+Used by ``benchmarks/conftest.py`` (``pytest_plugins = ["cusolver_trace._pytest_gpus"]``)::
+
+    pytest benchmarks/ -n 2 -p xdist      # one worker per GPU
+
+* Each xdist worker ``gwK`` is pinned to one GPU by setting ``CUDA_VISIBLE_DEVICES`` in
+  ``pytest_configure`` — before anything initializes CUDA in that process — to the
+  K-th visible GPU modulo the number of GPUs (counted with ``nvidia-smi -L``, which
+  does not initialize CUDA here, or taken from an existing ``CUDA_VISIBLE_DEVICES``).
+* Tests hand their measured rows to the ``gpu_results`` fixture (a list to append
+  dicts to); every process appends them to ``<rootdir>/.benchmarks/gpu-results/<worker>.jsonl``
+  and, at the end of the session, the controller (or a run without xdist) merges all
+  rows into ``.benchmarks/gpu-results.json`` and prints one table.
+
+pytest-benchmark switches its own host-clock timing off under xdist; the GPU figures in
+the merged report are CUDA-event medians measured inside each test, so they stay valid.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _gpu_ids() -> list[str]:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g for g in env.split(",") if g.strip()]
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
+
+
+def pin_worker_gpu(worker: str | None = _WORKER) -> str | None:
+    """Set ``CUDA_VISIBLE_DEVICES`` for xdist worker ``gwK``; returns the GPU id chosen."""
+    if not worker or not worker.startswith("gw"):
+        return None
+    ids = _gpu_ids()
+    if not ids:
+        return None
+    gpu = ids[int(worker[2:]) % len(ids)]
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    return gpu
+
+
+def _results_dir(config) -> Path:
+    return Path(str(config.rootpath)) / ".benchmarks" / "gpu-results"
+
+
+def pytest_configure(config):
+    gpu = pin_worker_gpu()
+    config._gpu_pinned = gpu
+    if _WORKER is None:  # controller or plain run: start a fresh result set
+        d = _results_dir(config)
+        if d.exists():
+            for f in d.glob("*.jsonl"):
+                f.unlink()
+
+
+@pytest.fixture(scope="session")
+def gpu_results(request):
+    """A list to append result rows (dicts) to; written per process at session end."""
+    rows: list[dict] = []
+    yield rows
+    if not rows:
+        return
+    d = _results_dir(request.config)
+    d.mkdir(parents=True, exist_ok=True)
+    tag = _WORKER or "main"
+    pinned = getattr(request.config, "_gpu_pinned", None)
+    with open(d / f"{tag}.jsonl", "a") as fh:
+        for row in rows:
+            row.setdefault("worker", tag)
+            row.setdefault("physical_gpu", pinned if pinned is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "0"))
+            fh.write(json.dumps(row, default=str) + "\n")
+
+
+def merge(results_dir: Path) -> list[dict]:
+    """All rows written by every worker, in (group, name) order."""
+    rows = []
+    for f in sorted(results_dir.glob("*.jsonl")):
+        rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    return sorted(rows, key=lambda r: (str(r.get("group")), str(r.get("name"))))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _WORKER is not None:
+        return
+    d = _results_dir(session.config)
+    if not d.exists():
+        return
+    rows = merge(d)
+    if not rows:
+        return
+    out = d.parent / "gpu-results.json"
+    out.write_text(json.dumps(rows, indent=2, default=str))
+    session.config._gpu_results_report = (out, rows)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    report = getattr(config, "_gpu_results_report", None)
+    if not report:
+        return
+    out, rows = report
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"GPU results merged from {len({r.get('worker') for r in rows})} process(es): {out}")
+    keys = [k for k in ("group", "name", "physical_gpu", "median_ms", "iqr_ms", "gflops",
+                        "pct_of_ceiling", "ratio_to_torch", "check") if any(k in r for r in rows)]
+    for k in keys:
+        t.add_column(k)
+    for r in rows:
+        t.add_row(*[_cell(r.get(k)) for k in keys])
+    Console(width=200, file=terminalreporter._tw._file).print(t)
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)

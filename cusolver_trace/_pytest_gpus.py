@@ -1,6 +1,12 @@
-"""pytest plugin: spread GPU benchmarks over several GPUs with pytest-xdist, merge the results.
+"""pytest plugin of the project: GPU skips, and GPUs spread over pytest-xdist workers.
 
-Used by ``benchmarks/conftest.py`` (``pytest_plugins = ["cusolver_trace._pytest_gpus"]``)::
+Loaded for ``tests/`` and ``benchmarks/`` through ``-p cusolver_trace._pytest_gpus`` in
+``pyproject.toml``'s ``addopts``.
+
+* ``gpu`` tests skip, saying why, where torch sees no GPU or CuPy / nvmath-python do not
+  load; ``gpu_torch_only`` tests need only ``torch.cuda``.
+
+Several GPUs::
 
     pytest benchmarks/ -n 2 -p xdist      # one worker per GPU
 
@@ -18,6 +24,7 @@ the merged report are CUDA-event medians measured inside each test, so they stay
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -51,11 +58,52 @@ def pin_worker_gpu(worker: str | None = _WORKER) -> str | None:
     return gpu
 
 
+@functools.cache
+def cuda_unavailable_reason() -> str | None:
+    """None when torch sees a CUDA GPU; else why not."""
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover
+        return f"torch not importable: {exc}"
+    if not torch.cuda.is_available():
+        return f"no CUDA GPU visible to torch {torch.__version__} (CPU-only machine)"
+    return None
+
+
+@functools.cache
+def gpu_unavailable_reason() -> str | None:
+    """None when torch sees a CUDA GPU and CuPy + nvmath-python bind cuSOLVER; else why not."""
+    if cuda_unavailable_reason():
+        return cuda_unavailable_reason()
+    try:
+        from cusolver_trace.raw import _load
+
+        _load.cupy_cusolver()
+        _load.nvmath_cusolverDn()
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """``gpu`` items need CUDA and the raw bindings, ``gpu_torch_only`` ones only CUDA:
+    skipped, with the reason, where that is missing."""
+    for item in items:
+        if "gpu" not in item.keywords:
+            continue
+        reason = cuda_unavailable_reason() if "gpu_torch_only" in item.keywords else gpu_unavailable_reason()
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {reason}"))
+
+
 def _results_dir(config) -> Path:
     return Path(str(config.rootpath)) / ".benchmarks" / "gpu-results"
 
 
 def pytest_configure(config):
+    for line in ("gpu: needs an NVIDIA GPU with CuPy and nvmath-python (skipped with a reason elsewhere)",
+                 "gpu_torch_only: a gpu test that needs torch.cuda but not CuPy / nvmath-python"):
+        config.addinivalue_line("markers", line)
     gpu = pin_worker_gpu()
     config._gpu_pinned = gpu
     if _WORKER is None:  # controller or plain run: start a fresh result set
@@ -79,7 +127,7 @@ def gpu_results(request):
     with open(d / f"{tag}.jsonl", "a") as fh:
         for row in rows:
             row.setdefault("worker", tag)
-            row.setdefault("physical_gpu", pinned if pinned is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "0"))
+            row.setdefault("physical_gpu", pinned if pinned is not None else os.environ.get("CUDA_VISIBLE_DEVICES"))
             fh.write(json.dumps(row, default=str) + "\n")
 
 

@@ -460,7 +460,7 @@ def plot_sweep(rows, path) -> None:
                 ax_p.plot(*zip(*px), **style)
         title = f"{op} {d}" + (f" batch {b}" if b > 1 else "")
         ax_t.set(xscale="log", yscale="log", xlabel="n", ylabel="median time (ms)", title=title)
-        ax_p.set(xscale="log", yscale="log", xlabel="n",
+        ax_p.set(xscale="log", yscale="linear", ylim=(0, None), xlabel="n",
                  ylabel="% of measured GEMM ceiling" + (" (potri count)" if pct.endswith("potri") else ""),
                  title=title)
         ns = sorted({r["n"] for r in sub})

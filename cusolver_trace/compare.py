@@ -18,7 +18,6 @@ inputs, device and stream, and reports:
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import re
@@ -27,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import checks
-from .replay import OPS, TorchPath, replay, torch_path
+from .replay import OPS, TorchPath, preferred_library, replay, torch_path
 from .timing import Timing, time_calls
 
 __all__ = ["compare", "Comparison", "VERDICTS"]
@@ -187,21 +186,6 @@ def _provenance() -> dict:
     return versions()
 
 
-@contextlib.contextmanager
-def _preferred(lib):
-    import torch
-
-    if lib is None:
-        yield
-        return
-    old = torch.backends.cuda.preferred_linalg_library()
-    torch.backends.cuda.preferred_linalg_library(lib)
-    try:
-        yield
-    finally:
-        torch.backends.cuda.preferred_linalg_library(old)
-
-
 def _torch_call(op, x, b, upper):
     import torch
 
@@ -304,7 +288,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, prefer
                       device=device, torch_version=torch_version, preferred=preferred)
 
     t_error = None
-    with _preferred(preferred if device == "cuda" else None):
+    with preferred_library(preferred if device == "cuda" else None):
         try:
             t_out, t_info = _torch_call(op, x, b, upper)
         except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot

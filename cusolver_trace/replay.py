@@ -27,6 +27,7 @@ Replays mirror:
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import asdict, dataclass
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from . import _lapack_impl as _cpu
 
-__all__ = ["OPS", "TorchPath", "torch_path", "replay", "parse_version", "DISPATCH"]
+__all__ = ["OPS", "TorchPath", "torch_path", "replay", "parse_version", "DISPATCH", "preferred_library"]
 
 OPS = ("cholesky", "cholesky_inverse", "cholesky_solve")
 
@@ -169,6 +170,23 @@ def torch_path(op: str, *, batch: int, n: int, nrhs: int | None = None, dtype="f
             return TorchPath(op, backend, fmt(calls), key, bitwise,
                              f"torch {ver[0]}.{ver[1]}: {rule}", note)
     raise LookupError(f"no dispatch rule for {op} batch={batch} n={n} torch {ver}")  # pragma: no cover
+
+
+@contextlib.contextmanager
+def preferred_library(lib: str | None):
+    """Set ``torch.backends.cuda.preferred_linalg_library(lib)`` inside the block, restore after
+    (``None``: leave it as it is)."""
+    import torch
+
+    if lib is None:
+        yield
+        return
+    old = torch.backends.cuda.preferred_linalg_library()
+    torch.backends.cuda.preferred_linalg_library(lib)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.preferred_linalg_library(old)
 
 
 def _replays():

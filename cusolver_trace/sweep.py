@@ -22,7 +22,6 @@ the fused ``potrf_trsm_batched``). Methods per op: :data:`OP_METHODS`.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as _dt
 import functools
@@ -35,6 +34,7 @@ import torch
 from . import checks, methods
 from ._dtypes import dtype_info
 from .ceiling import ceiling, percent_of_ceiling
+from .replay import preferred_library
 from .timing import time_calls
 
 __all__ = ["OPS", "OP_METHODS", "GPU_ONLY", "DEFAULT_METHODS", "Case", "make_case",
@@ -154,16 +154,6 @@ def make_case(op: str, n: int, batch: int = 1, dtype="float64", device="cpu", *,
 
 
 # --------------------------------------------------------------------------- methods
-@contextlib.contextmanager
-def _preferred(lib):
-    old = torch.backends.cuda.preferred_linalg_library()
-    torch.backends.cuda.preferred_linalg_library(lib)
-    try:
-        yield
-    finally:
-        torch.backends.cuda.preferred_linalg_library(old)
-
-
 def _torch_fn(case: Case):
     A, F, B, up = case.A, case.F, case.B, case.upper
     return {
@@ -208,7 +198,7 @@ def method_callable(case: Case, method: str):
         fn = _torch_fn(case)
 
         def with_cusolver():
-            with _preferred("cusolver"):
+            with preferred_library("cusolver"):
                 return fn()
         return with_cusolver
     if method == "replay":

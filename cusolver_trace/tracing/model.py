@@ -135,6 +135,18 @@ class AtenOp:
         return {"name": self.name, "count": self.count, "cpu_ms": self.cpu_ms}
 
 
+def signal_name(signum: int | None) -> str | None:
+    """``11`` -> ``"SIGSEGV"``; None stays None."""
+    if signum is None:
+        return None
+    import signal as _signal
+
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 @dataclass
 class Trace:
     """What one traced call or program did.
@@ -191,13 +203,7 @@ class Trace:
 
     @property
     def signal_name(self) -> str | None:
-        if self.signal is None:
-            return None
-        import signal as _signal
-        try:
-            return _signal.Signals(self.signal).name
-        except ValueError:
-            return f"signal {self.signal}"
+        return signal_name(self.signal)
 
     @property
     def exit_status(self) -> int | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .logparse import ParsedLog, load_log
-from .model import Trace
+from .model import Trace, signal_name
 
 __all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env"]
 
@@ -83,12 +83,7 @@ class TraceRun:
 
     @property
     def signal_name(self) -> str | None:
-        if self.signal is None:
-            return None
-        try:
-            return _signal.Signals(self.signal).name
-        except ValueError:
-            return f"signal {self.signal}"
+        return signal_name(self.signal)
 
     @property
     def exit_status(self) -> int:

@@ -27,25 +27,13 @@ __version__ = "0.1.0"
 
 from .routines import INVERSE_METHODS, cholesky_inverse, potrf, potri, potrs, trtri
 
-_LAZY = {
-    "compare": ("compare", "compare"),
-    "Comparison": ("compare", "Comparison"),
-    "replay": ("replay", "replay"),
-    "torch_path": ("replay", "torch_path"),
-    "versions": ("versions", "versions"),
-    "trace": ("tracing", "trace"),
-    "Trace": ("tracing", "Trace"),
-}
-
-
-def __getattr__(name):  # lazy: keeps ``import cusolver_trace`` light
-    if name in _LAZY:
-        import importlib
-
-        mod, attr = _LAZY[name]
-        return getattr(importlib.import_module(f".{mod}", __name__), attr)
-    raise AttributeError(f"module 'cusolver_trace' has no attribute {name!r}")
-
+# Imported eagerly (torch, numpy, scipy only — never CuPy or nvmath-python, which load on the
+# first GPU call): a lazy module ``__getattr__`` would be shadowed by the submodules of the
+# same name (``cusolver_trace.compare`` the module vs ``compare`` the function).
+from .compare import Comparison, compare  # noqa: E402
+from .replay import replay, torch_path  # noqa: E402
+from .tracing import Trace, trace  # noqa: E402
+from .versions import versions  # noqa: E402
 
 __all__ = [
     "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "INVERSE_METHODS",

@@ -72,7 +72,7 @@ def operand(x, name: str) -> Operand:
         )
     shape = tuple(x.shape if data is None else data.shape)
     if len(shape) < 2:
-        raise ValueError(f"{name}: expected a matrix or a batch of matrices (..., n, n), got "
+        raise ValueError(f"{name}: expected a matrix or a batch of matrices (at least 2-D), got "
                          f"{len(shape)}-D input of shape {shape}")
     dt = dtype_info(x.dtype if data is None else data.dtype)
     if data is None:

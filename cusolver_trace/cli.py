@@ -51,7 +51,7 @@ def cmd_info(args) -> int:
     con = _console()
     t = Table(title="cusolver-trace info", show_header=False)
     for k, val in v["packages"].items():
-        t.add_row(k, str(val))
+        t.add_row(k, "not installed" if val is None else str(val))
     t.add_row("python", v["python"])
     gpu = v["gpu"]
     if gpu["available"]:

@@ -164,6 +164,8 @@ def _fmt(x):
     if x is None:
         return "—"
     x = float(x)
+    if x != x:
+        return "n/a"
     return f"{x:.3g}" if x != 0 else "0"
 
 
@@ -268,14 +270,18 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, prefer
     batch_shape = tuple(A.shape[:-2])
     batch = int(np.prod(batch_shape, dtype=np.int64))
     notes = []
+    invalid_factor = False
     if op == "cholesky":
         x = A
     elif factor is not None:
         x = factor
     else:
         x, finfo = torch.linalg.cholesky_ex(A, upper=upper)
-        if bool((finfo != 0).any()):
-            notes.append("torch.linalg.cholesky of A failed; the (partial) factor is used as input")
+        invalid_factor = bool((finfo != 0).any())
+        if invalid_factor:
+            notes.append("torch.linalg.cholesky of A failed (A is not positive definite); the "
+                         "partial factor is handed to both sides, so neither result is an inverse / "
+                         "solution of A and the ratios do not apply")
     if op == "cholesky_solve" and B is None:
         g = torch.Generator().manual_seed(1)
         B = torch.randn(*batch_shape, n, 1, generator=g, dtype=torch.float64).to(A.dtype).to(A.device)
@@ -351,6 +357,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, prefer
     if t_error is not None:
         verdict = "failed-alike" if info_agree else "MISMATCH"
         notes.append(f"torch raised: {t_error}")
+    elif invalid_factor:
+        verdict = "bitwise-equal" if bit else (
+            "failed-alike" if nan_mis == 0 and rel <= 30 * dt.lapack_eps * n else "MISMATCH")
     elif failed and op == "cholesky":
         verdict = "failed-alike" if info_agree else "MISMATCH"
         notes.append("factorization failed (info > 0): LAPACK leaves the factor's contents "
@@ -380,7 +389,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, prefer
     if op == "cholesky":
         notes.append("torch side: torch.linalg.cholesky_ex (the same kernels as linalg.cholesky, "
                      "without the error check that synchronizes)")
-    if t_error is None and not checks.passes(ts.ratio) and not failed:
+    if t_error is None and not invalid_factor and not checks.passes(ts.ratio) and not failed:
         notes.append(f"torch's own {_RATIO[op]} ratio is {ts.ratio:.3g} (>= 30)")
 
     spec = {"n": n, "batch": batch, "batch_shape": list(batch_shape),

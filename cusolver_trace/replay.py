@@ -151,7 +151,8 @@ def torch_path(op: str, *, batch: int, n: int, nrhs: int | None = None, dtype="f
     if device == "cpu" or str(device).startswith("cpu"):
         calls, key = _CPU[op]
         return TorchPath(op, "lapack", fmt(calls), key, False, "CPU",
-                         "torch's bundled LAPACK vs scipy's LAPACK: agreement by tolerance")
+                         "torch's bundled LAPACK vs scipy's LAPACK: agreement is judged by "
+                         "tolerance (equal bits only by chance)")
     import torch
 
     ver = parse_version(torch_version or torch.__version__)

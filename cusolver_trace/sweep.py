@@ -189,7 +189,8 @@ def method_callable(case: Case, method: str):
         raise ValueError(f"method {method!r} runs cuSOLVER/cuBLAS batched or preferred-library "
                          f"paths and needs a CUDA device (this sweep runs on {case.device})")
     from . import _cuda_impl as cu
-    from . import replay, routines
+    from . import routines
+    from .replay import replay, torch_path
 
     op, A, F, B, up = case.op, case.A, case.F, case.B, case.upper
     if method == "torch":
@@ -203,9 +204,9 @@ def method_callable(case: Case, method: str):
         return with_cusolver
     if method == "replay":
         x = A if op == "cholesky" else F
-        path = replay.torch_path(op, batch=case.batch, n=case.n, nrhs=case.nrhs if B is not None else None,
+        path = torch_path(op, batch=case.batch, n=case.n, nrhs=case.nrhs if B is not None else None,
                                  dtype=case.dtype, device=torch.device(case.device).type)
-        return lambda: replay.replay(op, x, B, upper=up, path=path)[0]
+        return lambda: replay(op, x, B, upper=up, path=path)[0]
     if op == "cholesky":
         if method == "potrf":
             return lambda: routines.potrf(A, up, check=False)[0]

@@ -2,9 +2,11 @@
 
 One module serves compare, sweeps and benchmarks. On CUDA every sample is the
 elapsed time between two CUDA events recorded on torch's current stream
-around one call (no host clock); on the CPU, ``time.perf_counter``. Several
-callables are timed *interleaved* (A, B, A, B, ...) in one run so that drift
-(clocks, thermals) hits all of them alike, and their ratio is reported.
+around one call (no host clock), and several callables are timed
+*interleaved* (A, B, A, B, ...) in one run so that drift (clocks, thermals)
+hits all of them alike, and their ratio is reported. On the CPU,
+``time.perf_counter``, one block of samples per callable (interleaving two
+libraries' thread pools there measures their contention, not the routines).
 """
 from __future__ import annotations
 
@@ -109,8 +111,11 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
                 samples[name] = [s.elapsed_time(e) for s, e in evs]
         clock = "cuda-events"
     else:
-        for _ in range(repeat):
-            for name, fn in fns.items():
+        # On the CPU, one block per callable: alternating torch (OpenMP / its BLAS) with
+        # scipy (OpenBLAS) makes their spinning thread pools contend and adds milliseconds.
+        for name, fn in fns.items():
+            fn()
+            for _ in range(repeat):
                 t0 = time.perf_counter()
                 fn()
                 samples[name].append((time.perf_counter() - t0) * 1e3)

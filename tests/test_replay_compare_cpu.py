@@ -127,3 +127,25 @@ def test_cli_compare_exit_codes(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["compare", "--op", "nope"])
     assert e.value.code == 2
+
+
+def test_top_level_names_stay_functions_after_submodule_imports():
+    import importlib
+
+    import cusolver_trace as ct
+
+    for mod in ("compare", "replay", "versions", "tracing", "sweep"):
+        importlib.import_module(f"cusolver_trace.{mod}")
+    A = spd(6)
+    assert ct.compare("cholesky", A, timing=False, provenance=False).verdict != "MISMATCH"
+    assert ct.compare("cholesky", A, timing=False, provenance=False).op == "cholesky"  # twice
+    assert callable(ct.versions) and callable(ct.replay) and callable(ct.trace)
+    assert isinstance(ct.versions(load_gpu_libraries=False), dict)
+
+
+@pytest.mark.parametrize("op", ["cholesky_inverse", "cholesky_solve"])
+def test_not_pd_input_for_inverse_and_solve_is_failed_alike(op):
+    A = -torch.tensor([[4.0, 12, -16], [12, 37, -43], [-16, -43, 98]], dtype=torch.float64)
+    c = compare(op, A, timing=False, provenance=False)
+    assert c.verdict in ("failed-alike", "bitwise-equal")
+    assert any("not positive definite" in n for n in c.notes)

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-import cusolver_trace as ct
 from cusolver_trace import routines
 from cusolver_trace.compare import compare
 

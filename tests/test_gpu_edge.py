@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import cusolver_trace as ct
 from cusolver_trace import checks, routines
 from cusolver_trace.compare import compare
 from cusolver_trace.matrices import spd

@@ -16,7 +16,7 @@ into memory, and is parsed line by line; stderr goes to another temporary file.
 from __future__ import annotations
 
 import os
-import signal as _signal
+import shlex
 import subprocess
 import tempfile
 import time
@@ -106,7 +106,7 @@ class TraceRun:
         """
         log = self.log.section(section) if section is not None else self.log
         return Trace(
-            label=label or " ".join(self.argv) + (f"  [{section}]" if section else ""),
+            label=label or shlex.join(self.argv) + (f"  [{section}]" if section else ""),
             calls=log.calls, notes=list(self.notes), output=[o.text for o in log.output],
             stderr=self.stderr, returncode=self.returncode, signal=self.signal,
             sections=[section] if section is not None else list(self.log.sections))
@@ -121,10 +121,11 @@ def _notes(run: TraceRun) -> list[str]:
     elif run.signal is not None:
         what = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)",
                 "SIGKILL": " (killed)"}.get(run.signal_name or "", "")
-        notes.append(
-            f"the program was killed by {run.signal_name}{what}; the {n} records logged "
-            f"before that are kept. With the loggers on, a SIGSEGV at interpreter exit was "
-            f"seen after all work had finished: check that the program's own output is complete.")
+        note = f"the program was killed by {run.signal_name}{what}; the {n} records logged before that are kept."
+        if run.signal_name == "SIGSEGV":
+            note += (" With the loggers on, a SIGSEGV at interpreter exit was seen after all work "
+                     "had finished: check that the program's own output is complete.")
+        notes.append(note)
     if any(r.truncated for r in run.log.records):
         notes.append("the last cuBLAS record was cut off (the process died while writing it)")
     if n == 0:

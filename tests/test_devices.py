@@ -38,3 +38,15 @@ def test_workflow_every_gpu_bitwise_across_devices():
     from cusolver_trace.checks import bitwise_equal
 
     assert all(bitwise_equal(r.U, runs[0].U) for r in runs)
+
+
+def test_hello_cholesky_example_runs(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "hello_cholesky.py"
+    out = subprocess.run([sys.executable, str(script), "--n", "64", "--repeat", "2"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "hello_cholesky workflow" in out.stdout and "torch == replay (bits)" in out.stdout

@@ -18,7 +18,7 @@ from pathlib import Path
 OPS = ("cholesky", "cholesky_inverse", "cholesky_solve")
 
 
-def _cases(n=256, batch=4, nrhs=4):
+def _cases(n=256, batch=4, nrhs=4, device="cuda"):
     import torch
 
     from .matrices import spd
@@ -26,7 +26,7 @@ def _cases(n=256, batch=4, nrhs=4):
     for op in OPS:
         for b in (1, batch):
             for pref in ("default", "cusolver"):
-                A = spd(n, batch=() if b == 1 else (b,), dtype="float64", device="cuda", seed=1)
+                A = spd(n, batch=() if b == 1 else (b,), dtype="float64", device=device, seed=1)
                 L = torch.linalg.cholesky(A)
                 B = A[..., :nrhs].clone()
                 if op == "cholesky":
@@ -37,17 +37,20 @@ def _cases(n=256, batch=4, nrhs=4):
                     yield op, b, pref, torch.cholesky_solve, (B, L)
 
 
-def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs: int = 4) -> Path:
-    """Trace every case on ``cuda:0`` and write the markdown page; returns its path."""
+def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs: int = 4,
+             device: str = "cuda") -> Path:
+    """Trace every case on ``device`` (``cuda:0``) and write the markdown page; returns its path.
+
+    ``device="cpu"`` only checks the page's assembly (no library calls are traced there)."""
     import torch
 
-    from .replay import torch_path
+    from .replay import preferred_library, torch_path
     from .tracing import trace
     from .versions import versions
 
     v = versions()
     libs = v.get("libraries", {})
-    gpu = v["gpu"]["devices"][0]["name"]
+    gpu = v["gpu"]["devices"][0]["name"] if device != "cpu" else "CPU"
     tv = torch.__version__
     stamp = (f"torch {tv} (CUDA {torch.version.cuda}), cuSOLVER {libs.get('cusolver', {}).get('version')}, "
              f"cuBLAS {libs.get('cublas', {}).get('version')}, {gpu}, "
@@ -60,18 +63,14 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
            "them; `× k` = k identical calls) and the CUDA kernels with GPU time from torch.profiler. "
            f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for cholesky_solve, "
            "lower triangle. How to read these: [reading-a-trace.md](reading-a-trace.md).", ""]
-    old = torch.backends.cuda.preferred_linalg_library()
-    try:
-        for op, b, pref, fn, args in _cases(n, batch, nrhs):
-            torch.backends.cuda.preferred_linalg_library(pref)
-            p = torch_path(op, batch=b, n=n, nrhs=nrhs if op == "cholesky_solve" else None,
-                           preferred=pref)
+    for op, b, pref, fn, args in _cases(n, batch, nrhs, device):
+        p = torch_path(op, batch=b, n=n, nrhs=nrhs if op == "cholesky_solve" else None,
+                       preferred=pref, device="cpu" if device == "cpu" else "cuda")
+        with preferred_library(pref if device != "cpu" else None):
             t = trace(fn, *args)
-            out += [f"## {op}, batch {b}, preferred_linalg_library = {pref}", "",
-                    f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
-                    "```text", t._render_text(width=110).rstrip(), "```", ""]
-    finally:
-        torch.backends.cuda.preferred_linalg_library(old)
+        out += [f"## {op}, batch {b}, preferred_linalg_library = {pref}", "",
+                f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
+                "```text", t._render_text(width=110).rstrip(), "```", ""]
     safe_gpu = gpu.replace("NVIDIA ", "").replace(" ", "-").lower()
     path = Path(outdir) / f"dispatch-{safe_gpu}-torch{tv.split('+')[0]}.md"
     path.write_text("\n".join(out))

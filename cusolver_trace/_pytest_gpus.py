@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,14 +35,9 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 
 def _gpu_ids() -> list[str]:
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g for g in env.split(",") if g.strip()]
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
+    from cusolver_trace.workflow import physical_gpu_ids
+
+    return physical_gpu_ids()
 
 
 def pin_worker_gpu(worker: str | None = _WORKER) -> str | None:

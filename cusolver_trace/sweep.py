@@ -320,7 +320,8 @@ def default_methods(op: str, device) -> tuple:
 def run_sweep(op: str = "cholesky_inverse", n=(256, 1024), batch=(1,), dtype=("float64",),
               method_names=None, *, device=None, upper: bool = False, nrhs: int = 1,
               repeat: int = 10, warmup: int = 2, seed: int = 0, cond: float = 1e3,
-              flush_l2: bool = False, progress: bool = True, console=None) -> list[dict]:
+              flush_l2: bool = False, progress: bool = True, console=None,
+              shard: tuple[int, int] = (0, 1)) -> list[dict]:
     """Sweep ``op`` over every (dtype, n, batch); returns the rows of :func:`measure_case`.
 
     Parameters
@@ -333,6 +334,8 @@ def run_sweep(op: str = "cholesky_inverse", n=(256, 1024), batch=(1,), dtype=("f
     upper, nrhs, seed, cond         input set-up (see :func:`make_case`)
     repeat, warmup, flush_l2        timing (see :func:`cusolver_trace.timing.time_calls`)
     progress : bool                 show a rich progress bar
+    shard : (i, k)                  run only every k-th (dtype, n, batch) point starting at i
+                                    (how ``--gpus`` splits a sweep over GPUs)
 
     Raises
     ------
@@ -348,7 +351,7 @@ def run_sweep(op: str = "cholesky_inverse", n=(256, 1024), batch=(1,), dtype=("f
     if torch.device(device).type != "cuda" and GPU_ONLY.intersection(names):
         raise ValueError(f"method(s) {sorted(GPU_ONLY.intersection(names))} need a CUDA device; "
                          f"this sweep runs on {device}")
-    points = [(d, k, b) for d in dtype for k in n for b in batch]
+    points = [(d, k, b) for d in dtype for k in n for b in batch][shard[0]::shard[1]]
     rows = []
     from rich.progress import Progress
 
@@ -466,6 +469,57 @@ def plot_sweep(rows, path) -> None:
 
 
 # --------------------------------------------------------------------------- CLI
+def _worker_argv(args, shard: int, count: int, out: str) -> list[str]:
+    """The ``cusolver-trace sweep`` command line of one shard (same settings, one GPU)."""
+    import sys
+
+    argv = [sys.executable, "-m", "cusolver_trace", "sweep", "--op", args.op,
+            "--n", ",".join(map(str, args.n)), "--batch", ",".join(map(str, args.batch)),
+            "--dtype", ",".join(args.dtype), "--nrhs", str(args.nrhs), "--repeat", str(args.repeat),
+            "--warmup", str(args.warmup), "--cond", repr(args.cond), "--seed", str(args.seed),
+            "--shard", f"{shard}/{count}", "--out", out]
+    if args.method:
+        argv += ["--method", ",".join(args.method)]
+    if args.upper:
+        argv.append("--upper")
+    if args.flush_l2:
+        argv.append("--flush-l2")
+    if args.device:
+        argv += ["--device", args.device]
+    return argv
+
+
+def spread_over_gpus(args, gpu_ids: list[str], console) -> list[dict]:
+    """Run the sweep as one process per GPU (``CUDA_VISIBLE_DEVICES`` = that GPU, every
+    ``len(gpu_ids)``-th point each), wait for all, and merge their rows (each row gets
+    ``physical_gpu``). A failing worker raises ``RuntimeError`` with its output."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for i, gpu in enumerate(gpu_ids):
+            out = os.path.join(tmp, f"part{i}.json")
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+            log = open(os.path.join(tmp, f"part{i}.log"), "w")
+            procs.append((gpu, out, log, subprocess.Popen(
+                _worker_argv(args, i, len(gpu_ids), out), env=env, stdout=log,
+                stderr=subprocess.STDOUT)))
+        console.print(f"sweep spread over {len(gpu_ids)} process(es), GPUs {gpu_ids}")
+        rows = []
+        for gpu, out, log, proc in procs:
+            rc = proc.wait()
+            log.close()
+            if rc not in (0, 1) or not os.path.exists(out):  # 1 = a method FAILED its check
+                raise RuntimeError(f"sweep worker on GPU {gpu!r} exited {rc}:\n"
+                                   + open(log.name).read()[-3000:])
+            with open(out) as fh:
+                part = json.load(fh)["results"]
+            rows += [dict(r, physical_gpu=gpu) for r in part]
+    return rows
+
+
 def cmd_sweep(args) -> int:
     from .cli import EXIT_MISMATCH, EXIT_OK, _console
 
@@ -485,9 +539,20 @@ def cmd_sweep(args) -> int:
         c = ceiling(device, d)
         con.print(f"ceiling {d} on {c.device}: GEMM {c.gemm_gflops:,.0f} GFLOP/s "
                   f"(n = {c.gemm_n}), copy {c.copy_gbs:,.0f} GB/s")
-    rows = run_sweep(args.op, args.n, args.batch, args.dtype, args.method, device=device,
-                     upper=args.upper, nrhs=args.nrhs, repeat=args.repeat, warmup=args.warmup,
-                     seed=args.seed, cond=args.cond, flush_l2=args.flush_l2, console=con)
+    if args.gpus:
+        from .workflow import physical_gpu_ids
+
+        ids = physical_gpu_ids()
+        if not ids:
+            raise ValueError("--gpus: no GPU found (nvidia-smi -L / CUDA_VISIBLE_DEVICES)")
+        count = len(ids) if args.gpus == "all" else int(args.gpus)
+        rows = spread_over_gpus(args, ids[:count], con)
+    else:
+        i, k = (int(v) for v in args.shard.split("/"))
+        rows = run_sweep(args.op, args.n, args.batch, args.dtype, args.method, device=device,
+                         upper=args.upper, nrhs=args.nrhs, repeat=args.repeat, warmup=args.warmup,
+                         seed=args.seed, cond=args.cond, flush_l2=args.flush_l2, console=con,
+                         shard=(i, k))
     con.print(results_table(rows))
     settings = {k: v for k, v in vars(args).items() if k != "func"}
     write_json(sweep_report(rows, settings=settings), args.out)
@@ -531,6 +596,11 @@ def register(subparsers) -> None:
     p.add_argument("--cond", type=float, default=1e3, help="condition number of the inputs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cuda:0, ... or cpu (default: cuda:0 if present)")
+    p.add_argument("--gpus", default=None, metavar="N|all",
+                   help="spread the points over N GPUs: one process per GPU pinned with "
+                        "CUDA_VISIBLE_DEVICES, results merged into one report")
+    p.add_argument("--shard", default="0/1", metavar="I/K",
+                   help="run only every K-th point starting at I (used by --gpus)")
     p.add_argument("--out", required=True, metavar="JSON", help="write results + provenance here")
     p.add_argument("--csv", metavar="PATH", help="also write one CSV line per (case, method)")
     p.add_argument("--plot", metavar="PNG", help="time and %% of ceiling vs n (needs matplotlib)")

@@ -56,6 +56,22 @@ class DeviceRun:
         return self.replay.median_ms / self.torch.median_ms
 
 
+def physical_gpu_ids() -> list[str]:
+    """GPU ids to pin worker processes to: ``CUDA_VISIBLE_DEVICES`` if set, else one per
+    line of ``nvidia-smi -L`` (which, unlike torch, does not initialize CUDA here)."""
+    import os
+    import subprocess
+
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip()]
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
+
+
 def visible_devices() -> list[str]:
     """Every visible GPU (``cuda:0``, ``cuda:1``, ...), else ``["cpu"]``."""
     import torch

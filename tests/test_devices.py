@@ -50,3 +50,24 @@ def test_hello_cholesky_example_runs(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "hello_cholesky workflow" in out.stdout and "torch == replay (bits)" in out.stdout
+
+
+def test_sweep_shards_and_spread_merge(tmp_path):
+    """--gpus machinery on the CPU: two worker processes, every other point each, merged."""
+    import argparse
+
+    from rich.console import Console
+
+    from cusolver_trace.sweep import run_sweep, spread_over_gpus
+
+    kw = dict(method_names=["torch", "potri"], device="cpu", repeat=1, warmup=0, progress=False)
+    a = run_sweep("cholesky_inverse", [8, 12, 16], [1], ["float64"], shard=(0, 2), **kw)
+    b = run_sweep("cholesky_inverse", [8, 12, 16], [1], ["float64"], shard=(1, 2), **kw)
+    assert sorted({r["n"] for r in a}) == [8, 16] and {r["n"] for r in b} == {12}
+    args = argparse.Namespace(op="cholesky_inverse", n=[8, 12, 16], batch=[1], dtype=["float64"],
+                              method=["torch", "potri"], upper=False, nrhs=1, repeat=1, warmup=0,
+                              cond=1e3, seed=0, flush_l2=False, device="cpu")
+    rows = spread_over_gpus(args, ["", ""], Console(file=open(tmp_path / "log", "w")))
+    assert sorted((r["n"], r["method"]) for r in rows) == sorted(
+        (n, m) for n in (8, 12, 16) for m in ("torch", "potri"))
+    assert {r["physical_gpu"] for r in rows} == {""} and all(r["status"] == "ok" for r in rows)

@@ -326,6 +326,9 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
         Raise :class:`SingularFactorError` when a diagonal element of the factor
         is zero (potri's ``info``; for the solve-based methods, which report
         nothing, it is detected from the factor's diagonal and non-finite output).
+        With ``check=False`` nothing is inspected and a singular factor gives
+        whatever the routine leaves: inf/nan for the solve-based methods, a
+        partial (e.g. zero) result for potri — check the factor's diagonal first.
 
     Returns
     -------

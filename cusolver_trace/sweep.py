@@ -45,7 +45,7 @@ OPS = ("cholesky", "cholesky_inverse", "cholesky_solve", "spd_inverse")
 _INV = methods.METHODS
 OP_METHODS = {
     "cholesky": ("torch", "replay", "potrf", "potrf_X", "potrf_legacy", "potrf_batched"),
-    "cholesky_inverse": ("torch", "torch_cusolver", "replay", *_INV),
+    "cholesky_inverse": ("torch", "torch_cusolver", "replay", *(m for m in _INV if m != "torch")),
     "cholesky_solve": ("torch", "torch_cusolver", "replay", "potrs", "potrs_batched", "trsm",
                        "trsm_batched"),
     "spd_inverse": ("torch", "potrf_trsm_batched", *(m for m in _INV if m != "torch")),

@@ -149,7 +149,7 @@ def render(runs: list[DeviceRun], title: str = "hello_cholesky workflow: cholesk
     first = runs[0]
     t = Table(title=title)
     for col in ("device", "GPU", "torch ms [IQR]", "replay ms [IQR]", "replay/torch",
-                f"torch time / {first.device}", "torch == replay (bits)", f"U == U on {first.device} (bits)"):
+                f"torch time / {first.device}", "torch == replay (bits)", f"result == result on {first.device} (bits)"):
         t.add_column(col)
     for r in runs:
         t.add_row(r.device, r.name, f"{r.torch.median_ms:.3f} [{r.torch.iqr_ms:.3f}]",

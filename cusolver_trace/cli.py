@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from .errors import GPUUnavailableError
+
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 
 
@@ -32,10 +34,22 @@ def _console():
 
 
 def default_device() -> str:
-    """``cuda:0`` when torch sees a GPU, else ``cpu``."""
+    """``cuda:0`` when torch sees a GPU and the raw layer's bindings load, else ``cpu``
+    (saying why on stderr when a GPU is there but CuPy / nvmath-python are not)."""
     import torch
 
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available():
+        return "cpu"
+    from .raw import _load
+
+    try:
+        _load.cupy_cusolver()
+        _load.nvmath_cusolverDn()
+    except GPUUnavailableError as exc:
+        print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable ({exc}); "
+              "running on the CPU", file=sys.stderr)
+        return "cpu"
+    return "cuda:0"
 
 
 # -- info -------------------------------------------------------------------------------
@@ -257,7 +271,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, GPUUnavailableError) as exc:
         print(f"cusolver-trace {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -111,6 +111,14 @@ def _square(A, name="A") -> int:
     return A.shape[-1]
 
 
+def _square_pair(A, X, name):
+    """Two square operands of one dtype: (A, X, n, LAPACK eps, broadcast batch shape)."""
+    A, X = _pair(A, X, f"A and {name}")
+    n = _square(A)
+    _square(X, name)
+    return A, X, n, dtype_info(A.dtype).lapack_eps, torch.broadcast_shapes(A.shape[:-2], X.shape[:-2])
+
+
 @contextlib.contextmanager
 def _ieee_fp32(t: torch.Tensor):
     """Forbid TF32 for float32/complex64 matmuls on CUDA, restoring the setting after.
@@ -187,11 +195,7 @@ def pot01(A, L, upper: bool = False) -> BatchMax:
         0 for n = 0; 1/eps where ‖A‖₁ <= 0 or (complex) a diagonal entry of the
         factor has a nonzero imaginary part; NaN/inf for non-finite inputs.
     """
-    A, L = _pair(A, L, "A and L")
-    n = _square(A)
-    _square(L, "L")
-    eps = dtype_info(A.dtype).lapack_eps
-    batch = torch.broadcast_shapes(A.shape[:-2], L.shape[:-2])
+    A, L, n, eps, batch = _square_pair(A, L, "L")
     if n == 0:
         return _batch_max(torch.zeros(batch))
     F = L.triu() if upper else L.tril()
@@ -259,11 +263,7 @@ def pot03(A, Ainv, upper: bool = False, fill: bool = False) -> BatchMax:
     BatchMax
         0 for n = 0; 1/eps where ‖A‖₁ <= 0 or ‖A⁻¹‖₁ <= 0.
     """
-    A, Ainv = _pair(A, Ainv, "A and Ainv")
-    n = _square(A)
-    _square(Ainv, "Ainv")
-    eps = dtype_info(A.dtype).lapack_eps
-    batch = torch.broadcast_shapes(A.shape[:-2], Ainv.shape[:-2])
+    A, Ainv, n, eps, batch = _square_pair(A, Ainv, "Ainv")
     if n == 0:
         return _batch_max(torch.zeros(batch))
     Ah = _herm(A, upper)

@@ -341,7 +341,7 @@ def test_sweep_cli_writes_json_csv(tmp_path, capsys):
 
 
 def test_sweep_cli_plot(tmp_path):
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'cusolver-trace[plot]')")
     png = tmp_path / "p.png"
     rc = main(["sweep", "--op", "cholesky", "--n", "8,32", "--repeat", "2", "--device", "cpu",
                "--out", str(tmp_path / "r.json"), "--plot", str(png)])

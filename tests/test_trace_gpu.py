@@ -38,6 +38,28 @@ def test_cholesky_inverse_batch1_xpotrs_two_trsm_and_kernel_ms():
     assert t.to_dict()["calls"]
 
 
+def test_per_call_gpu_time_goes_to_the_right_library():
+    """The stdout hook in the API child: each call's own kernels belong to its library."""
+    from cusolver_trace.tracing import classify_kernel
+
+    L = torch.linalg.cholesky(spd(256))
+    t = trace(torch.cholesky_inverse, L)
+    assert not [n for n in t.notes if "per-call" in n], t.notes
+    (rec,) = [c for c in t.calls if c.function == "cusolverDnXpotrs"]
+    assert rec.kernels and {classify_kernel(k) for k, _ in rec.kernels} == {"cuSOLVER"}
+    for child in rec.children:
+        assert child.kernels and {classify_kernel(k) for k, _ in child.kernels} == {"cuBLAS"}
+        assert any("trsm" in k for k, _ in child.kernels)
+    (x,) = t.find("cusolverDnXpotrs")
+    assert x.gpu_ms > 0 and x.kernel_count == len(rec.kernels) + sum(
+        len(c.kernels) for c in rec.children)
+    setup = [c for c in t.calls if c.kind == "setup"]
+    assert setup and all(c.kernels == [] for c in setup)
+    assert t.outside_kernels is not None
+    assert {classify_kernel(k) for k, _ in t.outside_kernels} <= {"ATen/other"}
+    assert "[GPU " in t._render_text(width=250)
+
+
 def test_linalg_cholesky_batch1_and_batched():
     t1 = trace(torch.linalg.cholesky, spd(64))
     assert [n.function for n in t1.tree()] == ["cusolverDnXpotrf_bufferSize", "cusolverDnXpotrf"]
@@ -69,6 +91,7 @@ def test_preferred_linalg_library_is_replayed_in_child():
     (x,) = t.tree()
     assert (x.function, x.count) == ("cusolverDnXpotrs", 4)
     assert [c.function for c in x.children] == ["cublasStrsm_v2_64"] * 2
+    assert x.gpu_ms is not None and x.children[0].kernel_count >= 4  # summed over the 4 repeats
 
 
 def test_upper_complex():

@@ -313,17 +313,20 @@ def test_json_schema_round_trip(log):
     d = t.to_dict()
     assert set(d) == {"schema", "label", "calls", "kernels", "gpu_ms_by_library", "aten_ops",
                       "notes", "sections", "output", "stderr", "returncode", "signal",
-                      "signal_name", "exit_status"}
+                      "signal_name", "exit_status", "outside_kernels"}
     assert d["schema"] == "cusolver-trace/trace/1"
     assert json.loads(t.to_json()) == d
     node = next(n for n in d["calls"] if n["function"] == "cusolverDnXpotrs")
     assert set(node) == {"library", "function", "kind", "count", "args", "pointers", "section",
-                         "lines", "truncated", "children"}
+                         "lines", "truncated", "children", "gpu_ms", "self_gpu_ms",
+                         "kernels", "self_kernels"}
     assert node["count"] == 64 and node["kind"] == "compute" and node["library"] == "cuSOLVER"
     assert node["args"]["uplo"] == "UPPER" and node["args"]["dataTypeA"] == "CUDA_C_64F"
     assert set(node["pointers"]) == {"handle", "A", "B", "info"}
     assert [c["function"] for c in node["children"]] == ["cublasZtrsm_v2_64"] * 2
     assert d["kernels"] is None and d["aten_ops"] is None and d["signal"] is None
+    assert node["gpu_ms"] is None and node["kernels"] is None  # a log has no kernel times
+    assert d["outside_kernels"] is None
 
 
 def test_rendering(log):

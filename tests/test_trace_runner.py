@@ -262,7 +262,7 @@ def test_api_child_machinery_on_cpu():
     """The child saves/loads inputs, resolves the name, writes both markers and
     exits through os._exit; on CPU tensors it logs no record."""
     L = _spd_factor()
-    calls, notes = _api_calls("torch.cholesky_inverse", (L,), {"upper": False}, "cpu")
-    assert calls == [] and notes == []
-    calls, notes = _api_calls("torch.no_such_function", (L,), {}, "cpu")
-    assert calls is None and "no attribute 'no_such_function'" in notes[0]
+    calls, notes, outside = _api_calls("torch.cholesky_inverse", (L,), {"upper": False}, "cpu")
+    assert calls == [] and notes == [] and outside is None
+    calls, notes, outside = _api_calls("torch.no_such_function", (L,), {}, "cpu")
+    assert calls is None and outside is None and "no attribute 'no_such_function'" in notes[0]

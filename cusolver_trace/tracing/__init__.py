@@ -11,9 +11,10 @@ See docs/reading-a-trace.md.
 """
 from .kernels import classify_kernel
 from .logparse import ApiCall, ParsedLog, load_log, parse_log
-from .model import CallNode, Trace, build_tree
+from .model import CallNode, RepeatBlock, Trace, build_tree, fold_repeats
 from .profile import trace
 from .runner import TraceRun, run_traced
 
 __all__ = ["trace", "Trace", "parse_log", "load_log", "run_traced", "TraceRun",
-           "classify_kernel", "ApiCall", "ParsedLog", "CallNode", "build_tree"]
+           "classify_kernel", "ApiCall", "ParsedLog", "CallNode", "build_tree",
+           "RepeatBlock", "fold_repeats"]

@@ -1,7 +1,7 @@
 """``cusolver-trace trace``: run a program with the API loggers on, or read a captured log.
 
-    cusolver-trace trace [--json PATH] [--all] [--keep-log PATH] -- python script.py args...
-    cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all]
+    cusolver-trace trace [--json PATH] [--all] [--no-fold] [--keep-log PATH] -- python script.py args...
+    cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all] [--no-fold]
 
 Running a program prints its own output, then the call tree; the exit status
 is passed through (128 + N when the program was killed by signal N).
@@ -32,6 +32,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write the trace as JSON to PATH ('-' for stdout)")
     p.add_argument("--all", action="store_true",
                    help="also show setup calls (handles, streams, params, math mode), dimmed")
+    p.add_argument("--no-fold", action="store_true",
+                   help="list every call in order instead of folding a call sequence that "
+                        "repeats back to back (a loop) into one '× k' block")
     p.add_argument("--from-log", metavar="FILE",
                    help="report on a captured log instead of running a program (.gz accepted)")
     p.add_argument("--section", metavar="LABEL",
@@ -122,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         for line in trace.output:
             sys.stdout.write(line + "\n")
         sys.stdout.flush()
-        out.print(trace.renderable(all=args.all))
+        out.print(trace.renderable(all=args.all, fold=not args.no_fold))
         if args.json:
             _write_json(trace, args.json, out)
         return 0
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         fail(e.args[0])
         trace = result.to_trace()
     out.rule("[bold]cusolver-trace[/bold]")
-    out.print(trace.renderable(all=args.all))
+    out.print(trace.renderable(all=args.all, fold=not args.no_fold))
     if result.signal is not None:
         out.print(f"[bold red]killed by {result.signal_name}[/bold red] "
                   f"(exit status {result.exit_status})")

@@ -136,6 +136,9 @@ class ApiCall:
     time : str | None    timestamp as printed (cuSOLVER: ``2026-11-30 02:17:18``)
     truncated : bool     a cuBLAS record cut off by the end of the log (crash)
     children : list      cuBLAS calls issued inside this cuSOLVER call
+    kernels : list | None  ``(kernel name, GPU ms)`` this call itself launched, when
+                         known (:func:`cusolver_trace.trace` of a CUDA call); not
+                         those of its ``children``. ``None``: not measured
     """
 
     library: str
@@ -148,6 +151,7 @@ class ApiCall:
     time: str | None = None
     truncated: bool = False
     children: list["ApiCall"] = field(default_factory=list)
+    kernels: list[tuple[str, float]] | None = None
 
     @property
     def kind(self) -> str:

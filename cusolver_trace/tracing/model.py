@@ -13,7 +13,8 @@ from typing import Any, Iterable
 from .kernels import LIBRARIES, short_kernel_name
 from .logparse import ApiCall
 
-__all__ = ["CallNode", "KernelStat", "AtenOp", "Trace", "build_tree", "SCHEMA"]
+__all__ = ["CallNode", "RepeatBlock", "KernelStat", "AtenOp", "Trace", "build_tree",
+           "fold_repeats", "SCHEMA"]
 
 SCHEMA = "cusolver-trace/trace/1"
 _LIB_STYLE = {"cuSOLVER": "bold magenta", "cuBLAS": "bold cyan"}
@@ -25,12 +26,40 @@ class CallNode:
     non-pointer arguments, same children), with the cuBLAS calls it issued.
 
     ``call`` is the first of the repeats; ``lines`` the log line of each repeat.
+    ``self_gpu_ms`` / ``self_kernels``: GPU time (ms) and number of the kernels the
+    call(s) launched themselves, summed over the repeats, not counting the calls
+    nested below; ``None`` / 0 when not measured (only :func:`cusolver_trace.trace`
+    of a CUDA call measures them). :attr:`gpu_ms` includes the nested calls.
     """
 
     call: ApiCall
     count: int = 1
     lines: list[int] = field(default_factory=list)
     children: list["CallNode"] = field(default_factory=list)
+    self_gpu_ms: float | None = None
+    self_kernels: int = 0
+
+    @property
+    def gpu_ms(self) -> float | None:
+        """GPU ms of this node's kernels and of all calls nested under it (``None``: not measured)."""
+        if self.self_gpu_ms is None:
+            return None
+        return self.self_gpu_ms + sum(c.gpu_ms or 0.0 for c in self.children)
+
+    @property
+    def kernel_count(self) -> int:
+        """Kernels launched by this node and the calls nested under it."""
+        return self.self_kernels + sum(c.kernel_count for c in self.children)
+
+    def timing_text(self) -> str:
+        """``"GPU 0.0551 ms, 7 kernels"`` (with ``own …`` for nodes with nested calls); "" if not measured."""
+        if self.gpu_ms is None:
+            return ""
+        k = self.kernel_count
+        text = f"GPU {self.gpu_ms:.4f} ms, {k} kernel{'s' if k != 1 else ''}"
+        if self.children:
+            text += f" (own {self.self_gpu_ms:.4f} ms, {self.self_kernels})"
+        return text
 
     @property
     def function(self) -> str:
@@ -66,6 +95,10 @@ class CallNode:
             "section": self.call.section,
             "lines": list(self.lines),
             "truncated": self.call.truncated,
+            "gpu_ms": self.gpu_ms,
+            "self_gpu_ms": self.self_gpu_ms,
+            "kernels": self.kernel_count if self.self_gpu_ms is not None else None,
+            "self_kernels": self.self_kernels if self.self_gpu_ms is not None else None,
             "children": [c.to_dict() for c in self.children],
         }
 
@@ -92,17 +125,92 @@ def build_tree(calls: Iterable[ApiCall], *, kinds: Iterable[str] | None = None) 
         children = build_tree(c.children, kinds=kinds)
         sig = (c.library, c.function, c.section, tuple(c.values().items()),
                tuple(_node_sig(n) for n in children))
+        own = None if c.kernels is None else sum(ms for _k, ms in c.kernels)
+        nk = 0 if c.kernels is None else len(c.kernels)
         if nodes and sig == last_sig:
-            nodes[-1].count += 1
-            nodes[-1].lines.append(c.line)
+            _merge(nodes[-1], CallNode(c, 1, [c.line], children, own, nk))
         else:
-            nodes.append(CallNode(c, 1, [c.line], children))
+            nodes.append(CallNode(c, 1, [c.line], children, own, nk))
             last_sig = sig
     return nodes
 
 
+def _merge(into: CallNode, other: CallNode) -> None:
+    """Fold a repeat (same signature) into ``into``: counts, lines and GPU times add up."""
+    into.count += other.count
+    into.lines.extend(other.lines)
+    _merge_times(into, other)
+
+
+def _merge_times(into: CallNode, other: CallNode) -> None:
+    if into.self_gpu_ms is not None and other.self_gpu_ms is not None:
+        into.self_gpu_ms += other.self_gpu_ms
+        into.self_kernels += other.self_kernels
+    else:
+        into.self_gpu_ms, into.self_kernels = None, 0
+    for a, b in zip(into.children, other.children):
+        _merge_times(a, b)
+
+
 def _node_sig(n: CallNode) -> tuple:
     return (n.function, n.count, tuple(n.args.items()), tuple(_node_sig(c) for c in n.children))
+
+
+@dataclass
+class RepeatBlock:
+    """``count`` back-to-back repeats of the call sequence ``nodes`` — a loop in the
+    program such as ``for _ in range(10): cholesky(A); cholesky_inverse(L)``.
+    ``nodes`` are the first repeat's, with GPU times summed over all repeats."""
+
+    nodes: list[CallNode]
+    count: int
+
+    @property
+    def gpu_ms(self) -> float | None:
+        times = [n.gpu_ms for n in self.nodes]
+        return None if any(t is None for t in times) else sum(times)
+
+    @property
+    def calls(self) -> int:
+        """Calls per repeat (nested calls included, each collapsed node counted once)."""
+        return sum(1 for n in self.nodes for _ in n.walk())
+
+
+def fold_repeats(nodes: list[CallNode], *, max_period: int = 16) -> list[CallNode | RepeatBlock]:
+    """Fold runs where the same sequence of 2..``max_period`` nodes repeats back to back.
+
+    Greedy from the left; at each position the period covering the most nodes wins
+    (the shorter one on ties). Consecutive identical *single* calls are already
+    collapsed by :func:`build_tree` (``× k`` on the node). Returns a new list; the
+    input nodes are not modified.
+    """
+    import copy
+
+    sigs = [_node_sig(n) for n in nodes]
+    out: list[CallNode | RepeatBlock] = []
+    i = 0
+    while i < len(nodes):
+        best_p, best_k = 0, 1
+        for p in range(2, max_period + 1):
+            if i + 2 * p > len(nodes):
+                break
+            k = 1
+            while sigs[i + k * p:i + (k + 1) * p] == sigs[i:i + p]:
+                k += 1
+            if k >= 2 and k * p > best_k * best_p:
+                best_p, best_k = p, k
+        if not best_p:
+            out.append(nodes[i])
+            i += 1
+            continue
+        block = [copy.deepcopy(n) for n in nodes[i:i + best_p]]
+        for r in range(1, best_k):
+            for a, b in zip(block, nodes[i + r * best_p:i + (r + 1) * best_p]):
+                _merge_times(a, b)
+                a.lines.extend(b.lines)
+        out.append(RepeatBlock(block, best_k))
+        i += best_p * best_k
+    return out
 
 
 @dataclass
@@ -164,6 +272,10 @@ class Trace:
     returncode : int | None  exit status as the OS reported it (negative: -signal)
     signal : int | None      the signal that killed the program, if any
     sections : list[str]   section labels present in the log
+    outside_kernels : list[tuple[str, float]] | None
+                           ``(kernel, GPU ms)`` launched outside any cuSOLVER / cuBLAS
+                           call (torch's own ATen kernels) when per-call times were
+                           measured (:func:`cusolver_trace.trace` of a CUDA call)
     """
 
     label: str = ""
@@ -176,6 +288,7 @@ class Trace:
     returncode: int | None = None
     signal: int | None = None
     sections: list[str] = field(default_factory=list)
+    outside_kernels: list[tuple[str, float]] | None = None
 
     # -- queries ------------------------------------------------------------
     def tree(self, *, all: bool = False) -> list[CallNode]:
@@ -225,6 +338,8 @@ class Trace:
             "aten_ops": None if self.aten_ops is None else [a.to_dict() for a in self.aten_ops],
             "notes": list(self.notes),
             "sections": list(self.sections),
+            "outside_kernels": None if self.outside_kernels is None else
+            [{"name": k, "gpu_ms": ms} for k, ms in self.outside_kernels],
             "output": list(self.output),
             "stderr": self.stderr,
             "returncode": self.returncode,
@@ -238,8 +353,11 @@ class Trace:
         return json.dumps(self.to_dict(), **kw)
 
     # -- rendering ----------------------------------------------------------
-    def renderable(self, *, all: bool = False):
-        """A rich renderable: the call tree, the kernel table and the notes."""
+    def renderable(self, *, all: bool = False, fold: bool = True):
+        """A rich renderable: the call tree, the kernel table and the notes.
+
+        ``all`` shows setup calls too; ``fold`` folds repeated call sequences
+        (:func:`fold_repeats`) into ``× k`` blocks."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
@@ -252,12 +370,16 @@ class Trace:
         else:
             nodes = self.tree(all=all)
             grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
-            group, current = root, object()
+            runs: list[tuple[Any, list[CallNode]]] = []
             for node in nodes:
-                if grouped and node.call.section != current:
-                    current = node.call.section
-                    group = root.add(Text(current or "(outside sections)", style="bold yellow"))
-                _add_node(group if grouped else root, node)
+                if not runs or runs[-1][0] != node.call.section:
+                    runs.append((node.call.section, []))
+                runs[-1][1].append(node)
+            for label, run in runs:
+                group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
+                    if grouped else root
+                for item in (fold_repeats(run) if fold else run):
+                    _add_item(group, item)
             empty = [s for s in self.sections if s not in {n.call.section for n in nodes}]
             if grouped and empty:
                 branch = root.add(Text("sections with no call shown", style="bold yellow"))
@@ -292,6 +414,11 @@ class Trace:
                     f"{lib} {ms:.4f}" for lib, ms in per.items())))
             else:
                 parts.append(Text("no CUDA kernels", style="italic"))
+        if self.outside_kernels is not None and self.calls:
+            ms = sum(t for _k, t in self.outside_kernels)
+            parts.append(Text(f"per-call GPU ms: from torch.profiler in the API child; "
+                              f"{len(self.outside_kernels)} kernels ({ms:.4f} ms) ran outside "
+                              f"cuSOLVER / cuBLAS calls (torch's own)", style="dim"))
         for note in self.notes:
             parts.append(Text("note: " + note, style="yellow"))
         return Group(*parts)
@@ -323,6 +450,21 @@ class Trace:
         return f"<Trace {self.label!r}: {n} call nodes, {k} kernels>"
 
 
+def _add_item(parent, item: "CallNode | RepeatBlock") -> None:
+    from rich.text import Text
+
+    if isinstance(item, CallNode):
+        _add_node(parent, item)
+        return
+    text = Text(f"× {item.count}", style="bold")
+    text.append(f"  the {len(item.nodes)} calls below, repeated back to back", style="italic")
+    if item.gpu_ms is not None:
+        text.append(f"  [GPU {item.gpu_ms:.4f} ms in all]", style="green")
+    branch = parent.add(text)
+    for node in item.nodes:
+        _add_node(branch, node)
+
+
 def _add_node(parent, node: CallNode) -> None:
     from rich.text import Text
 
@@ -335,6 +477,8 @@ def _add_node(parent, node: CallNode) -> None:
                     style="dim" if node.kind != "compute" else "")
     if node.call.truncated:
         text.append("  (record cut off)", style="red")
+    if node.gpu_ms is not None:
+        text.append(f"  [{node.timing_text()}]", style="green")
     branch = parent.add(text)
     for child in node.children:
         _add_node(branch, child)

@@ -18,7 +18,8 @@ import tempfile
 import warnings
 from typing import Any, Callable, Iterable
 
-from ._child import MARK_BEGIN, resolve
+from ._child import MARK_BEGIN, child_command, resolve
+from ._hook import Attribution
 from .kernels import classify_kernel
 from .model import AtenOp, KernelStat, Trace
 from .runner import run_traced
@@ -147,8 +148,10 @@ def _child_pythonpath() -> str:
 def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = CHILD_TIMEOUT_S):
     """Replay ``name(*args, **kwargs)`` in a child with the loggers on.
 
-    Returns ``(calls, notes)``; ``calls`` is ``None`` if the child never reached
-    the traced call. Raises ``ValueError`` if the inputs cannot be saved.
+    Returns ``(calls, notes, outside)``; ``calls`` is ``None`` if the child never
+    reached the traced call; each record's ``kernels`` holds what it launched
+    (:mod:`._hook`), ``outside`` the ``(kernel, ms)`` launched outside any API call
+    (``None`` when per-call times are missing). Raises ``ValueError`` if the inputs cannot be saved.
     """
     import torch
 
@@ -163,13 +166,18 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
         except Exception as e:  # pickling errors come in many types
             raise ValueError(f"trace(): the inputs could not be saved with torch.save for "
                              f"the API part ({type(e).__name__}: {e}); pass api=False") from e
-        run = run_traced([sys.executable, "-m", "cusolver_trace.tracing._child", folder],
+        run = run_traced(child_command(folder),
                          env={"PYTHONPATH": _child_pythonpath()}, timeout=timeout)
         try:
             with open(os.path.join(folder, "status.json")) as fh:
                 status = json.load(fh)
         except (OSError, ValueError):
             status = {"ok": False}
+        try:
+            with open(os.path.join(folder, "kernels.json")) as fh:
+                timing = Attribution.from_dict(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError):
+            timing = None
     tail = "\n".join(run.stderr.strip().splitlines()[-5:])
     if run.signal is not None or run.timed_out:
         notes.extend(run.notes[:1])
@@ -177,12 +185,33 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
         why = status.get("error") or tail
         notes.append(f"the API child stopped before the traced call (exit status "
                      f"{run.exit_status}){': ' + why if why else ''}")
-        return None, notes
+        return None, notes, None
     if not status.get("ok"):
         notes.append(f"the traced call did not complete in the API child: "
                      f"{status.get('error') or tail or 'no status written'}; the records "
                      f"logged up to then are shown")
-    return run.log.section(_SECTION).calls, notes
+    part = run.log.section(_SECTION)
+    outside = None
+    if timing is None and spec["linalg_library"] is not None:  # CUDA call without timing
+        notes.append("no per-call GPU time: the API child could not hook C stdout "
+                     "(needs glibc) or did not finish the profiled call")
+    elif timing is not None and attach_kernels(part.records, timing, notes):
+        outside = timing.outside
+    return part.calls, notes, outside
+
+
+def attach_kernels(records, found, notes: list[str]) -> bool:
+    """Set ``record.kernels`` from an :class:`~._hook.Attribution` whose markers
+    line up one to one with ``records`` (same functions, same order); otherwise
+    leave them ``None``, add a note and return ``False``."""
+    logged = [r.function for r in records]
+    if found.names != logged:
+        notes.append(f"no per-call GPU time: {len(found.names)} hooked records vs {len(logged)} "
+                     f"parsed ones do not line up")
+        return False
+    for r, kernels in zip(records, found.per_record):
+        r.kernels = list(kernels)
+    return True
 
 
 def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
@@ -231,17 +260,18 @@ def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
         torch.cuda.synchronize()
     kernels, aten = _profile(fn, args, kwargs, bool(cuda_tensors))
     notes: list[str] = []
-    calls = None
+    calls = outside = None
     if not api:
         notes.append("API calls not traced (api=False)")
     elif not cuda_tensors:
         notes.append("no CUDA tensor among the inputs: the call runs on the CPU (LAPACK), "
                      "cuSOLVER and cuBLAS are not involved, so there are no API calls to trace")
     else:
-        calls, more = _api_calls(name, args, kwargs, device)
+        calls, more, outside = _api_calls(name, args, kwargs, device)
         notes.extend(more)
     if cuda_tensors and not kernels:
         notes.append("torch.profiler reported no CUDA kernels (is CUPTI available?)")
     return Trace(label=_describe(fn, args, kwargs), calls=calls,
                  kernels=kernels, aten_ops=aten, notes=notes,
-                 sections=[_SECTION] if calls is not None else [])
+                 sections=[_SECTION] if calls is not None else [],
+                 outside_kernels=outside)

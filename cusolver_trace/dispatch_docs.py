@@ -18,12 +18,12 @@ from pathlib import Path
 OPS = ("cholesky", "cholesky_inverse", "cholesky_solve")
 
 
-def _cases(n=256, batch=4, nrhs=4, device="cuda"):
+def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=OPS):
     import torch
 
     from .matrices import spd
 
-    for op in OPS:
+    for op in ops:
         for b in (1, batch):
             for pref in ("default", "cusolver"):
                 A = spd(n, batch=() if b == 1 else (b,), dtype="float64", device=device, seed=1)
@@ -38,10 +38,12 @@ def _cases(n=256, batch=4, nrhs=4, device="cuda"):
 
 
 def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs: int = 4,
-             device: str = "cuda") -> Path:
+             device: str = "cuda", ops: tuple[str, ...] = OPS) -> Path:
     """Trace every case on ``device`` (``cuda:0``) and write the markdown page; returns its path.
 
-    ``device="cpu"`` only checks the page's assembly (no library calls are traced there)."""
+    ``ops``: a subset of ``OPS`` (each op is 4 traces of ~10 s on a GPU: two child
+    processes each). ``device="cpu"`` only checks the page's assembly (no library
+    calls are traced there)."""
     import torch
 
     from .replay import preferred_library, torch_path
@@ -63,7 +65,7 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
            "them; `× k` = k identical calls) and the CUDA kernels with GPU time from torch.profiler. "
            f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for cholesky_solve, "
            "lower triangle. How to read these: [reading-a-trace.md](reading-a-trace.md).", ""]
-    for op, b, pref, fn, args in _cases(n, batch, nrhs, device):
+    for op, b, pref, fn, args in _cases(n, batch, nrhs, device, ops):
         p = torch_path(op, batch=b, n=n, nrhs=nrhs if op == "cholesky_solve" else None,
                        preferred=pref, device="cpu" if device == "cpu" else "cuda")
         with preferred_library(pref if device != "cpu" else None):

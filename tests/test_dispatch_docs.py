@@ -21,5 +21,8 @@ def test_page_assembly_on_cpu(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.gpu_torch_only
 def test_page_on_gpu(tmp_path):
-    text = generate(tmp_path, n=64, batch=2, nrhs=2).read_text()
-    assert "cusolverDnXpotrs" in text and "cusolverDnXpotrf" in text
+    text = generate(tmp_path, n=64, batch=2, nrhs=2, ops=("cholesky_inverse",)).read_text()
+    assert "## cholesky_inverse, batch 1, preferred_linalg_library = default" in text
+    assert "cusolverDnXpotrs" in text and "cublasDtrsm_v2_64" in text
+    assert "[GPU " in text  # per-call GPU time from the API child
+    assert "## cholesky," not in text

@@ -52,8 +52,9 @@ class CallNode:
         return self.self_kernels + sum(c.kernel_count for c in self.children)
 
     def timing_text(self) -> str:
-        """``"GPU 0.0551 ms, 7 kernels"`` (with ``own …`` for nodes with nested calls); "" if not measured."""
-        if self.gpu_ms is None:
+        """``"GPU 0.0551 ms, 7 kernels"`` (with ``own …`` for nodes with nested calls); ""
+        if not measured or if the call launched no kernel (``*_bufferSize``, setup calls)."""
+        if self.gpu_ms is None or not self.kernel_count:
             return ""
         k = self.kernel_count
         text = f"GPU {self.gpu_ms:.4f} ms, {k} kernel{'s' if k != 1 else ''}"
@@ -417,7 +418,8 @@ class Trace:
         if self.outside_kernels is not None and self.calls:
             ms = sum(t for _k, t in self.outside_kernels)
             parts.append(Text(f"per-call GPU ms: from torch.profiler in the API child; "
-                              f"{len(self.outside_kernels)} kernels ({ms:.4f} ms) ran outside "
+                              f"{len(self.outside_kernels)} kernel"
+                              f"{'s' if len(self.outside_kernels) != 1 else ''} ({ms:.4f} ms) ran outside "
                               f"cuSOLVER / cuBLAS calls (torch's own)", style="dim"))
         for note in self.notes:
             parts.append(Text("note: " + note, style="yellow"))
@@ -477,7 +479,7 @@ def _add_node(parent, node: CallNode) -> None:
                     style="dim" if node.kind != "compute" else "")
     if node.call.truncated:
         text.append("  (record cut off)", style="red")
-    if node.gpu_ms is not None:
+    if node.timing_text():
         text.append(f"  [{node.timing_text()}]", style="green")
     branch = parent.add(text)
     for child in node.children:

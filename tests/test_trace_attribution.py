@@ -70,7 +70,8 @@ def test_attach_and_tree_times(found):
     records = load_log(DATA / "trace-stdout.log.gz").section(SECTION)
     part = Attribution(found.names[22:], found.per_record[22:], found.outside)
     notes: list[str] = []
-    assert attach_kernels(records.records, part, notes) and notes == []
+    outside = attach_kernels(records.records, part, notes)
+    assert notes == [] and outside == part.outside  # nothing of torch's inside calls here
     tree = build_tree(records.calls, kinds=("compute", "query"))
     (xpotrs,) = tree
     assert xpotrs.function == "cusolverDnXpotrs" and xpotrs.self_kernels == 1
@@ -79,7 +80,7 @@ def test_attach_and_tree_times(found):
     assert xpotrs.kernel_count == 15
     assert xpotrs.gpu_ms == pytest.approx(xpotrs.self_gpu_ms + trsm_n.gpu_ms + trsm_c.gpu_ms)
     assert xpotrs.timing_text().startswith("GPU 0.1") and "own 0.0006 ms, 1" in xpotrs.timing_text()
-    t = Trace(label="x", calls=records.calls, sections=records.sections, outside_kernels=part.outside)
+    t = Trace(label="x", calls=records.calls, sections=records.sections, outside_kernels=outside)
     text = t._render_text(width=250)
     assert "trans=N diag=NON_UNIT m=256 n=256 lda=256 ldb=256  [GPU 0.1071 ms, 7 kernels]" in text
     assert "ldb=256  [GPU 0.1712 ms, 15 kernels (own 0.0006 ms, 1)]" in text
@@ -93,7 +94,7 @@ def test_attach_and_tree_times(found):
 def test_records_that_do_not_line_up_get_no_times(found):
     records = load_log(DATA / "trace-stdout.log.gz").section(SECTION).records
     notes: list[str] = []
-    assert not attach_kernels(records, found, notes)  # 29 markers vs 7 records
+    assert attach_kernels(records, found, notes) is None  # 29 markers vs 7 records
     assert "do not line up" in notes[0] and all(r.kernels is None for r in records)
 
 
@@ -171,7 +172,7 @@ def test_fold_sums_times_over_repeats(found):
     log = load_log(DATA / "trace-stdout.log.gz")
     part = Attribution(found.names[22:], found.per_record[22:], found.outside)
     rec = log.section(SECTION)
-    assert attach_kernels(rec.records, part, [])
+    assert attach_kernels(rec.records, part, []) is not None
     nodes = build_tree(rec.calls * 2 + log.section(
         "linalg.cholesky dtype=float64 n=256 batch=1 upper=False").calls, kinds=("compute",))
     # Xpotrs twice in a row collapses into one node "× 2" with twice the time
@@ -180,3 +181,25 @@ def test_fold_sums_times_over_repeats(found):
     assert round(once, 4) == 0.1712
     assert nodes[0].gpu_ms == pytest.approx(2 * once, abs=1e-12)
     assert nodes[0].kernel_count == 30
+
+
+def test_torch_kernels_after_a_call_are_not_counted_with_it():
+    """A marker only marks a call's start: ATen kernels launched after it returns, and
+    anything after a setup call, go to torch's own (the legacy potrfBatched case)."""
+    log = load_log(DATA / "trace-stdout.log.gz")
+    rec = log.section("linalg.cholesky dtype=float64 n=256 batch=3 upper=False").records
+    names = [r.function for r in rec]
+    assert "cusolverDnDpotrfBatched" in names
+    i = names.index("cusolverDnDpotrfBatched")
+    per = [[] for _ in names]
+    per[i] = [("potrf_cta_lower_batch<double>", 0.05),
+              ("void at::native::triu_tril_kernel<double, int, false, 1, true>", 0.002),
+              ("Memcpy DtoH (Device -> Pinned)", 0.001)]
+    if i > 0:
+        per[i - 1] = [("void at::native::vectorized_elementwise_kernel<4>", 0.001)]
+    outside = attach_kernels(rec, Attribution(names, per, [("Memcpy DtoD (Device -> Device)", 0.001)]), [])
+    assert rec[i].kernels == [("potrf_cta_lower_batch<double>", 0.05),
+                              ("Memcpy DtoH (Device -> Pinned)", 0.001)]
+    assert [k for k, _ in outside] == ["Memcpy DtoD (Device -> Device)"] + (
+        ["void at::native::vectorized_elementwise_kernel<4>"] if i > 0 else []) + [
+        "void at::native::triu_tril_kernel<double, int, false, 1, true>"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -195,23 +196,43 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
     if timing is None and spec["linalg_library"] is not None:  # CUDA call without timing
         notes.append("no per-call GPU time: the API child could not hook C stdout "
                      "(needs glibc) or did not finish the profiled call")
-    elif timing is not None and attach_kernels(part.records, timing, notes):
-        outside = timing.outside
+    elif timing is not None:
+        outside = attach_kernels(part.records, timing, notes)
     return part.calls, notes, outside
 
 
-def attach_kernels(records, found, notes: list[str]) -> bool:
-    """Set ``record.kernels`` from an :class:`~._hook.Attribution` whose markers
-    line up one to one with ``records`` (same functions, same order); otherwise
-    leave them ``None``, add a note and return ``False``."""
+#: Kernels only torch launches (ATen / c10 templates): never part of a library call.
+_TORCH_KERNEL_RE = re.compile(r"\b(?:at|c10)::")
+
+
+def attach_kernels(records, found, notes: list[str]) -> list[tuple[str, float]] | None:
+    """Set ``record.kernels`` from an :class:`~._hook.Attribution` whose markers line
+    up one to one with ``records`` (same functions, same order); return the kernels
+    that belong to no call (torch's own). Otherwise leave them ``None``, add a note
+    and return ``None``.
+
+    A marker only says where a call *starts*, so what torch launches after a call
+    returns lands on that call unless corrected: ATen / c10 kernels (``at::native::…``
+    — the ``tril_`` of ``linalg.cholesky``, copies, the info check) and anything
+    after a setup call (``cusolverDnDestroyParams``, ``SetStream``: they launch
+    nothing) are moved to torch's own. A memcpy / memset torch issues right after
+    a legacy-API call (``potrfBatched``) cannot be told apart and stays with it.
+    """
     logged = [r.function for r in records]
     if found.names != logged:
         notes.append(f"no per-call GPU time: {len(found.names)} hooked records vs {len(logged)} "
                      f"parsed ones do not line up")
-        return False
+        return None
+    outside = list(found.outside)
     for r, kernels in zip(records, found.per_record):
-        r.kernels = list(kernels)
-    return True
+        if r.kind == "setup":
+            mine, theirs = [], list(kernels)
+        else:
+            mine = [k for k in kernels if not _TORCH_KERNEL_RE.search(k[0])]
+            theirs = [k for k in kernels if _TORCH_KERNEL_RE.search(k[0])]
+        r.kernels = mine
+        outside.extend(theirs)
+    return outside
 
 
 def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:

@@ -420,7 +420,7 @@ class Trace:
             parts.append(Text(f"per-call GPU ms: from torch.profiler in the API child; "
                               f"{len(self.outside_kernels)} kernel"
                               f"{'s' if len(self.outside_kernels) != 1 else ''} ({ms:.4f} ms) ran outside "
-                              f"cuSOLVER / cuBLAS calls (torch's own)", style="dim"))
+                              f"cuSOLVER / cuBLAS calls (torch's own ATen / MAGMA kernels)", style="dim"))
         for note in self.notes:
             parts.append(Text("note: " + note, style="yellow"))
         return Group(*parts)

@@ -205,6 +205,11 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
 _TORCH_KERNEL_RE = re.compile(r"\b(?:at|c10)::")
 
 
+def _torch_own(kernel: str) -> bool:
+    """ATen / c10 kernels and MAGMA's (MAGMA is linked into torch and not logged)."""
+    return bool(_TORCH_KERNEL_RE.search(kernel)) or classify_kernel(kernel) == "MAGMA"
+
+
 def attach_kernels(records, found, notes: list[str]) -> list[tuple[str, float]] | None:
     """Set ``record.kernels`` from an :class:`~._hook.Attribution` whose markers line
     up one to one with ``records`` (same functions, same order); return the kernels
@@ -213,7 +218,8 @@ def attach_kernels(records, found, notes: list[str]) -> list[tuple[str, float]] 
 
     A marker only says where a call *starts*, so what torch launches after a call
     returns lands on that call unless corrected: ATen / c10 kernels (``at::native::…``
-    — the ``tril_`` of ``linalg.cholesky``, copies, the info check) and anything
+    — the ``tril_`` of ``linalg.cholesky``, copies, the info check), MAGMA kernels
+    (torch's MAGMA path calls cuBLAS between its own launches) and anything
     after a setup call (``cusolverDnDestroyParams``, ``SetStream``: they launch
     nothing) are moved to torch's own. A memcpy / memset torch issues right after
     a legacy-API call (``potrfBatched``) cannot be told apart and stays with it.
@@ -228,8 +234,8 @@ def attach_kernels(records, found, notes: list[str]) -> list[tuple[str, float]] 
         if r.kind == "setup":
             mine, theirs = [], list(kernels)
         else:
-            mine = [k for k in kernels if not _TORCH_KERNEL_RE.search(k[0])]
-            theirs = [k for k in kernels if _TORCH_KERNEL_RE.search(k[0])]
+            mine = [k for k in kernels if not _torch_own(k[0])]
+            theirs = [k for k in kernels if _torch_own(k[0])]
         r.kernels = mine
         outside.extend(theirs)
     return outside

@@ -54,6 +54,12 @@ def test_log_read():
     ("sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize32x32x32_stage5_warpsize2x2x1_tensor16x8x16_execute_kernel__5x_cublas", "cuBLAS"),
     ("void trsv_ln_exec<double, 32u, 32u, 4u, false>(int, double const*, long, double*, long, int*)", "cuBLAS"),
     ("dtrsv_init(int*)", "cuBLAS"),
+    # launched inside cublasDtrsm_v2_64 (n=4) per the stdout-hook attribution on the H200
+    # (names as docs/dispatch-h200-torch2.11.0.md shows them, parameter lists dropped)
+    ("void trsm_ln_kernel<double, 32u, 32u, 4u, false>", "cuBLAS"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_d884gemm_32x32_16x5_tn_align1>", "cuBLAS"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, double, double, double, dou", "cuBLAS"),
+    ("zdisplace_pointers_kernel", "MAGMA"),
     ("dtrsv_init_up(int*, int)", "cuBLAS"),
     ("void trsm_template_batched_lNL_kernel<double, 32, 32>(magma_diag_t, int, int, double, double**, int, double**, int, int, int, int, int)", "MAGMA"),
     ("void gemm_template_batched_nn_kernel<double, 16, 8, 32, 24, 16, 16, 8, 16, 8, 0, 0>(int, int, int, double const* const*, int, double const* const*, int, double*)", "MAGMA"),

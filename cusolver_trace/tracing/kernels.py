@@ -23,6 +23,14 @@ names torch.profiler reported for torch 2.11.0+cu130 on an H200
   its work through two ``cublasDtrsm_v2_64`` calls with n=1 and nothing else, so
   these are cuBLAS's trsm taking its single-column (trsv) path.
 
+Added from per-call attribution (:mod:`cusolver_trace.tracing._hook`: kernels
+launched *inside* a logged call) on the H200: inside ``cublasDtrsm_v2_64`` with
+n = 4 right-hand sides, ``trsm_ln_kernel<double, 32u, 32u, 4u, false>``,
+``cutlass::Kernel2<cutlass_80_tensorop_d884gemm_...>`` and
+``cublasLt::splitKreduce_kernel<...>`` (cuBLAS); in torch's MAGMA
+``potrs_batched`` path, ``zdisplace_pointers_kernel`` (MAGMA's pointer
+arithmetic for batched sub-blocks, launched between its trsm/gemm kernels).
+
 Anything else is ``ATen/other``.
 """
 from __future__ import annotations
@@ -38,9 +46,11 @@ OTHER = "ATen/other"
 KERNEL_RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
     (lib, re.compile(rx)) for lib, rx in (
         (OTHER, r"\bat::|\bc10::|^Mem(?:cpy|set)\b"),
-        ("MAGMA", r"magma_|_template_batched_|^kernel_dset_pointer\b|^[sdcz]trsv_\w*_batched\b"),
+        ("MAGMA", r"magma_|_template_batched_|^kernel_dset_pointer\b|^[sdcz]trsv_\w*_batched\b"
+                  r"|^[sdcz]?displace_pointers_kernel\b"),
         ("cuSOLVER", r"^(?:xxtrf\w*|potrf\w*|potrs\w*|copy_info_kernel)\b|^kernel<getrf_wo_pivot"),
-        ("cuBLAS", r"_cublas\b|^nvjet_|^kernel_trsm_[lr]_|^trsm_(?:left|right)_kernel\b"
+        ("cuBLAS", r"_cublas\b|^nvjet_|^kernel_trsm_[lr]_|^trsm_(?:left|right|[lr][nt])_kernel\b"
+                   r"|^cublasLt::|^cutlass::Kernel2?<cutlass_\d+_tensorop_\w*gemm"
                    r"|^[sdcz]trsv_init\w*|^trsv_[lu][nt]_exec\b"
                    r"|^(?:sm\d+|ampere|volta|turing)_\w*(?:gemm|xmma)|^gemv\w*kernel|^gemm\w*_kernel"),
     )

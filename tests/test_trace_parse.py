@@ -378,3 +378,22 @@ def test_cli_from_single_logger_file(capsys):
     printed = capsys.readouterr().out
     assert "only cuBLAS records" in printed and "no nesting" in printed
     assert "cublasDtrsmBatched  side=LEFT uplo=LOWER trans=N diag=UNIT" in printed
+
+
+def test_cli_folds_a_loop_and_no_fold_lists_it(tmp_path, capsys):
+    """A log where the same calls repeat (a loop in the program): folded by default."""
+    import gzip
+
+    label = "linalg.cholesky dtype=float64 n=256 batch=1 upper=False"
+    with gzip.open(STDOUT_LOG, "rt") as fh:
+        lines = fh.read().splitlines()
+    body = lines[lines.index(f"#### {label}") + 1:lines.index(f"#### end {label}")]
+    log = tmp_path / "loop.log"
+    log.write_text("\n".join(body * 3) + "\n")
+    assert main(["--from-log", str(log)]) == 0
+    folded = capsys.readouterr().out
+    assert "× 3  the 2 calls below, repeated back to back" in folded
+    assert folded.count("cusolverDnXpotrf ") == 1
+    assert main(["--from-log", str(log), "--no-fold"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("cusolverDnXpotrf ") == 3 and "repeated back to back" not in listed

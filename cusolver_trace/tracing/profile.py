@@ -251,7 +251,10 @@ def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
     child process with the cuSOLVER and cuBLAS loggers on, to get the API calls
     with their arguments (e.g. ``cusolverDnXpotrs`` uplo, n, nrhs, lda, ldb, and
     the two ``cublasDtrsm_v2_64`` it issues). The child uses the parent's
-    ``preferred_linalg_library`` setting and the same ``CUDA_VISIBLE_DEVICES``.
+    ``preferred_linalg_library`` setting and the same ``CUDA_VISIBLE_DEVICES``,
+    and also profiles its call: each API call gets the kernels it launched and
+    their GPU ms (``ApiCall.kernels``; ``CallNode.gpu_ms`` / ``self_gpu_ms`` in
+    :meth:`Trace.tree`; see :mod:`cusolver_trace.tracing._hook`; glibc only).
 
     Parameters
     ----------
@@ -266,6 +269,8 @@ def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
     Returns
     -------
     Trace
+        Rendered as a tree (terminal, notebook), ``to_json()``. Per-call GPU ms
+        come from the child's run, the kernel table from this process's run.
         ``calls`` is ``None`` when the API part was skipped (CPU inputs: cuSOLVER
         is not involved; ``api=False``), with a note saying why.
 

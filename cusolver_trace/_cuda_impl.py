@@ -79,12 +79,13 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     info = _info(w)
     with on_device(a.device) as ctx:
         if api == "X":
-            # torch asks for the workspace size with A = NULL
+            # torch asks for the workspace size with A = NULL, and passes bufferOnHost = NULL
+            # when no host workspace is needed (the API log shows 0x0); so do we
             dbytes, hbytes = cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt)
             work, host = ctx.workspace(dbytes), np.empty(max(hbytes, 1), dtype=np.uint8)
             for b in range(w.shape[0]):
                 cs.Xpotrf(ctx.solver, ctx.params, uplo, n, cdt, _ptr(w, b), lda, cdt,
-                          work.data_ptr(), dbytes, host.ctypes.data, hbytes, _ptr(info, b))
+                          work.data_ptr(), dbytes, host.ctypes.data if hbytes else 0, hbytes, _ptr(info, b))
         elif api == "legacy":
             lwork = cs.potrf_bufferSize(t, ctx.solver, uplo, n, w.data_ptr(), lda)
             work = ctx.workspace(lwork * dt.itemsize)
@@ -166,7 +167,7 @@ def trtri(c: torch.Tensor, upper: bool, unit_diagonal: bool = False):
         work, host = ctx.workspace(dbytes), np.empty(max(hbytes, 1), dtype=np.uint8)
         for b in range(w.shape[0]):
             cs.Xtrtri(ctx.solver, uplo, diag, n, cdt, _ptr(w, b), lda, work.data_ptr(), dbytes,
-                      host.ctypes.data, hbytes, _ptr(info, b))
+                      host.ctypes.data if hbytes else 0, hbytes, _ptr(info, b))
     out = matrices(w, c.shape[:-2])
     return (out.triu_() if upper else out.tril_()), info
 

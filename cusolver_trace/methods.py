@@ -389,7 +389,7 @@ def _cuda_runner(ctx, dt, plans, w: torch.Tensor) -> Callable:
                 cs.lauum(t, ctx.solver, u, c.n, p(c.c), lda, work.data_ptr(), lauum_lwork, info_ptr)
             elif c.routine == "trtri":
                 cs.Xtrtri(ctx.solver, u, cs.NON_UNIT, c.n, cdt, p(c.c), lda, work.data_ptr(), dbytes,
-                          host.ctypes.data, hbytes, info_ptr)
+                          host.ctypes.data if hbytes else 0, hbytes, info_ptr)
             elif c.routine == "trsm_inv":  # X = T⁻¹·I in the workspace (ld = n), triangle back
                 x = inv_ws[: c.n * c.n].as_strided((c.n, c.n), (1, c.n))
                 x.zero_()

@@ -131,3 +131,16 @@ def test_run_traced_real_program(tmp_path):
     sec = run.log.section("inverse")
     (x,) = [c for c in sec.calls if c.function == "cusolverDnXpotrs"]
     assert x.values()["n"] == 128 and len(x.children) == 2
+
+
+def test_replay_passes_the_same_null_host_buffer_as_torch():
+    """Our Xpotrf call must look like torch's in the API log, pointers' nullness included:
+    torch passes bufferOnHost = NULL when workspaceInBytesOnHost is 0."""
+    from cusolver_trace import routines
+
+    A = spd(128)
+    theirs = trace(torch.linalg.cholesky, A).find("cusolverDnXpotrf")
+    ours = trace(routines.potrf, A).find("cusolverDnXpotrf")
+    assert theirs and ours
+    assert theirs[0].args == ours[0].args
+    assert theirs[0].call.pointers()["bufferOnHost"] == ours[0].call.pointers()["bufferOnHost"] == "0x0"

@@ -37,6 +37,11 @@ def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=OPS):
                     yield op, b, pref, torch.cholesky_solve, (B, L)
 
 
+def _strip(text: str) -> str:
+    """No trailing spaces (rich pads lines), no trailing blank lines."""
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
+
+
 def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs: int = 4,
              device: str = "cuda", ops: tuple[str, ...] = OPS) -> Path:
     """Trace every case on ``device`` (``cuda:0``) and write the markdown page; returns its path.
@@ -62,7 +67,9 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
            "Each case: the path the source-level table predicts (`cusolver_trace.replay.DISPATCH`, "
            "see [dispatch.md](dispatch.md)), then what the run showed — the cuSOLVER / cuBLAS API calls "
            "from the libraries' own loggers (cuBLAS calls nested under the cuSOLVER call that issued "
-           "them; `× k` = k identical calls) and the CUDA kernels with GPU time from torch.profiler. "
+           "them; `× k` = k identical calls; `[GPU … ms, k kernels]` = the kernels that call launched, "
+           "see reading-a-trace.md, \"Per-call GPU time\") and the CUDA kernels with GPU time from "
+           "torch.profiler. "
            f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for cholesky_solve, "
            "lower triangle. How to read these: [reading-a-trace.md](reading-a-trace.md).", ""]
     for op, b, pref, fn, args in _cases(n, batch, nrhs, device, ops):
@@ -72,7 +79,7 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
             t = trace(fn, *args)
         out += [f"## {op}, batch {b}, preferred_linalg_library = {pref}", "",
                 f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
-                "```text", t._render_text(width=110).rstrip(), "```", ""]
+                "```text", _strip(t._render_text(width=250)), "```", ""]
     safe_gpu = gpu.replace("NVIDIA ", "").replace(" ", "-").lower()
     path = Path(outdir) / f"dispatch-{safe_gpu}-torch{tv.split('+')[0]}.md"
     path.write_text("\n".join(out))

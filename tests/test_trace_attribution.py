@@ -203,3 +203,17 @@ def test_torch_kernels_after_a_call_are_not_counted_with_it():
     assert [k for k, _ in outside] == ["Memcpy DtoD (Device -> Device)"] + (
         ["void at::native::vectorized_elementwise_kernel<4>"] if i > 0 else []) + [
         "void at::native::triu_tril_kernel<double, int, false, 1, true>"]
+
+
+def test_compute_call_without_kernels_and_stray_library_kernels_are_flagged(found):
+    """Honest display when the attribution found nothing for a compute call, and when
+    library-named kernels ended up outside every call."""
+    records = load_log(DATA / "trace-stdout.log.gz").section(SECTION)
+    per = [list(k) for k in found.per_record[22:]]
+    moved = per[5]  # the second trsm's kernels, as if launched outside its span
+    per[5] = []
+    outside = attach_kernels(records.records, Attribution(found.names[22:], per, moved), [])
+    t = Trace(label="x", calls=records.calls, sections=records.sections, outside_kernels=outside)
+    text = t._render_text(width=250)
+    assert "trans=C diag=NON_UNIT m=256 n=256 lda=256 ldb=256  [no kernel attributed]" in text
+    assert "note: 7 of them are named like cuSOLVER / cuBLAS kernels" in text

@@ -397,3 +397,20 @@ def test_cli_folds_a_loop_and_no_fold_lists_it(tmp_path, capsys):
     assert main(["--from-log", str(log), "--no-fold"]) == 0
     listed = capsys.readouterr().out
     assert listed.count("cusolverDnXpotrf ") == 3 and "repeated back to back" not in listed
+
+
+def test_cli_json_to_stdout_is_pure_json(capsys):
+    label = "cholesky_inverse " + tag()
+    assert main(["--from-log", str(STDOUT_LOG), "--section", label, "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    d = json.loads(captured.out)  # nothing but the JSON on stdout
+    assert d["schema"] == "cusolver-trace/trace/1"
+    assert "cusolverDnXpotrs" in captured.err  # the tree went to stderr
+
+
+def test_cli_does_not_wrap_lines_when_piped(capsys):
+    label = "cholesky_inverse " + tag()
+    assert main(["--from-log", str(STDOUT_LOG), "--section", label]) == 0
+    out = capsys.readouterr().out
+    assert ("cusolverDnXpotrs  uplo=LOWER n=256 nrhs=256 dataTypeA=CUDA_R_64F lda=256 "
+            "dataTypeB=CUDA_R_64F ldb=256") in out

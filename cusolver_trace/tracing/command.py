@@ -23,13 +23,15 @@ _EPILOG = (
     "examples:\n"
     "  cusolver-trace trace -- python3 script.py --n 256\n"
     "  cusolver-trace trace --json trace.json --all -- python3 script.py\n"
-    "  cusolver-trace trace --from-log trace-stdout.log.gz "
+    "  cusolver-trace trace --json - -- python3 script.py | jq .   # JSON alone on stdout\n"
+    "  cusolver-trace trace --from-log tests/data/h200-torch2.11-cu130/trace-stdout.log.gz "
     "--section 'cholesky_inverse dtype=float64 n=256 batch=1 upper=False'")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH",
-                   help="also write the trace as JSON to PATH ('-' for stdout)")
+                   help="also write the trace as JSON to PATH; '-' writes it to stdout and "
+                        "sends the program's output and the tree to stderr instead")
     p.add_argument("--all", action="store_true",
                    help="also show setup calls (handles, streams, params, math mode), dimmed")
     p.add_argument("--no-fold", action="store_true",
@@ -93,8 +95,12 @@ def run(args: argparse.Namespace) -> int:
     from .model import Trace
     from .runner import run_traced
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    json_stdout = args.json == "-"
+    # not a terminal (a file, a pipe): wide lines, so calls and section labels stay greppable
+    wide = {} if sys.stdout.isatty() else {"width": 200}
+    out = Console(highlight=False, stderr=json_stdout, **wide)
+    err = Console(stderr=True, highlight=False, **({} if sys.stderr.isatty() else {"width": 200}))
+    human = sys.stderr if json_stdout else sys.stdout  # the program's own output goes here
     command = list(args.command or [])
     if command[:1] == ["--"]:
         command = command[1:]
@@ -123,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
                       calls=log.calls, notes=notes, output=[o.text for o in log.output],
                       sections=list(log.sections))
         for line in trace.output:
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+            human.write(line + "\n")
+        human.flush()
         out.print(trace.renderable(all=args.all, fold=not args.no_fold))
         if args.json:
             _write_json(trace, args.json, out)
@@ -139,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     except PermissionError as e:
         return fail(f"cannot run {command[0]!r}: {e}", 126)
     for line in result.output:
-        sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+        human.write(line + "\n")
+    human.flush()
     if result.stderr:
         sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         sys.stderr.flush()

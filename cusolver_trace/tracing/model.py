@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .kernels import LIBRARIES, short_kernel_name
+from .kernels import LIBRARIES, classify_kernel, short_kernel_name
 from .logparse import ApiCall
 
 __all__ = ["CallNode", "RepeatBlock", "KernelStat", "AtenOp", "Trace", "build_tree",
@@ -367,7 +367,7 @@ class Trace:
         parts: list = []
         root = Tree(Text(self.label or "trace", style="bold"))
         if self.calls is None:
-            root.add(Text("API calls not traced", style="dim italic"))
+            root.add(Text("API calls not traced (see the note below)", style="dim italic"))
         else:
             nodes = self.tree(all=all)
             grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
@@ -417,10 +417,17 @@ class Trace:
                 parts.append(Text("no CUDA kernels", style="italic"))
         if self.outside_kernels is not None and self.calls:
             ms = sum(t for _k, t in self.outside_kernels)
+            stray = [k for k, _t in self.outside_kernels
+                     if classify_kernel(k) in ("cuSOLVER", "cuBLAS")]
             parts.append(Text(f"per-call GPU ms: from torch.profiler in the API child; "
                               f"{len(self.outside_kernels)} kernel"
                               f"{'s' if len(self.outside_kernels) != 1 else ''} ({ms:.4f} ms) ran outside "
                               f"cuSOLVER / cuBLAS calls (torch's own ATen / MAGMA kernels)", style="dim"))
+            if stray:
+                parts.append(Text(f"note: {len(stray)} of them are named like cuSOLVER / cuBLAS "
+                                  f"kernels but were launched outside any logged call's span "
+                                  f"({short_kernel_name(stray[0], 60)}{', …' if len(stray) > 1 else ''})",
+                                  style="yellow"))
         for note in self.notes:
             parts.append(Text("note: " + note, style="yellow"))
         return Group(*parts)
@@ -481,6 +488,8 @@ def _add_node(parent, node: CallNode) -> None:
         text.append("  (record cut off)", style="red")
     if node.timing_text():
         text.append(f"  [{node.timing_text()}]", style="green")
+    elif node.kind == "compute" and node.self_gpu_ms is not None:
+        text.append("  [no kernel attributed]", style="dim yellow")
     branch = parent.add(text)
     for child in node.children:
         _add_node(branch, child)

@@ -466,7 +466,8 @@ def _add_item(parent, item: "CallNode | RepeatBlock") -> None:
         _add_node(parent, item)
         return
     text = Text(f"× {item.count}", style="bold")
-    text.append(f"  the {len(item.nodes)} calls below, repeated back to back", style="italic")
+    nested = " (with the calls under them)" if any(n.children for n in item.nodes) else ""
+    text.append(f"  the {len(item.nodes)} calls below{nested}, repeated back to back", style="italic")
     if item.gpu_ms is not None:
         text.append(f"  [GPU {item.gpu_ms:.4f} ms in all]", style="green")
     branch = parent.add(text)

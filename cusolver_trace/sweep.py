@@ -402,17 +402,23 @@ def results_table(rows):
     from rich.table import Table
 
     inv = any(r["op"] in _INVERSE_OPS for r in rows)
-    t = Table(title=f"{rows[0]['op']} on {rows[0]['device']} "
+    # rows from --gpus workers: each worker sees its pinned GPU as cuda:0, so name the physical one
+    gpus = sorted({str(r["physical_gpu"]) for r in rows if r.get("physical_gpu") not in (None, "")})
+    where = (f"GPUs {', '.join(gpus)} (one process each, CUDA_VISIBLE_DEVICES)" if len(gpus) > 1
+             else f"GPU {gpus[0]} (CUDA_VISIBLE_DEVICES)" if gpus else rows[0]["device"])
+    t = Table(title=f"{rows[0]['op']} on {where} "
                     "(ms: median of CUDA events or perf_counter; vs torch: time ratio, < 1 faster)")
-    cols = ["dtype", "n", "batch", "method", "status", "check", "median ms", "IQR ms", "vs torch",
-            "flop count", "GFLOP/s", "% ceil"]
+    cols = (["GPU"] if len(gpus) > 1 else []) + [
+        "dtype", "n", "batch", "method", "status", "check", "median ms", "IQR ms", "vs torch",
+        "flop count", "GFLOP/s", "% ceil"]
     cols += ["GFLOP/s potri", "% ceil potri"] if inv else []
     for c in cols:
-        t.add_column(c, justify="left" if c in ("dtype", "method", "status", "flop count") else "right")
+        t.add_column(c, justify="left" if c in ("GPU", "dtype", "method", "status", "flop count") else "right")
     for r in rows:
         status = {"ok": "[green]ok[/]", "FAILED": "[bold red]FAILED[/]"}.get(r["status"], "[red]ERROR[/]")
         method = r["method"] + (f" → {r['resolved']}" if r["resolved"] != r["method"] else "")
-        cells = [r["dtype"], str(r["n"]), str(r["batch"]), method, status,
+        cells = ([str(r.get("physical_gpu", ""))] if len(gpus) > 1 else []) + [
+                 r["dtype"], str(r["n"]), str(r["batch"]), method, status,
                  f"{r['check']} {_num(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
                  _num(r.get("median_ms")), _num(r.get("iqr_ms"), ".2g"),
                  _num(r.get("ratio_to_torch"), ".3f"),

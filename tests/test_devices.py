@@ -71,3 +71,30 @@ def test_sweep_shards_and_spread_merge(tmp_path):
     assert sorted((r["n"], r["method"]) for r in rows) == sorted(
         (n, m) for n in (8, 12, 16) for m in ("torch", "potri"))
     assert {r["physical_gpu"] for r in rows} == {""} and all(r["status"] == "ok" for r in rows)
+
+
+def test_results_table_names_physical_gpus_of_pinned_workers():
+    """Each --gpus worker sees its GPU as cuda:0; the table must say which physical GPU."""
+    import io
+
+    from rich.console import Console
+
+    from cusolver_trace.sweep import results_table, run_sweep
+
+    kw = dict(method_names=["torch"], device="cpu", repeat=1, warmup=0, progress=False)
+    rows = run_sweep("cholesky_inverse", [8, 12], [1], ["float64"], **kw)
+    rows = [dict(r, physical_gpu=g) for r, g in zip(rows, ["0", "1"])]
+
+    def text(rs):
+        c = Console(file=io.StringIO(), width=250, record=True, color_system=None)
+        c.print(results_table(rs))
+        return c.export_text()
+
+    both = text(rows)
+    assert "cholesky_inverse on GPUs 0, 1 (one process each" in both
+    assert "┃ GPU ┃ dtype" in both
+    assert [line.split("│")[1].strip() for line in both.splitlines() if "float64" in line] == ["0", "1"]
+    one = text(rows[:1])
+    assert "cholesky_inverse on GPU 0 (CUDA_VISIBLE_DEVICES)" in one
+    plain = text([{k: v for k, v in r.items() if k != "physical_gpu"} for r in rows])
+    assert "cholesky_inverse on cpu" in plain

@@ -12,7 +12,9 @@ import argparse
 import json
 import sys
 
+from ._console import console
 from .errors import GPUUnavailableError
+from .replay import OPS
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 
@@ -28,9 +30,7 @@ def _csv(kind):
 
 def _console():
     """Rich console; when output is piped (logs, CI) use a wide fixed width so tables stay whole."""
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    return console(piped_width=160)
 
 
 def default_device() -> str:
@@ -160,7 +160,7 @@ def _add_compare(sub):
                                    "makes on the same inputs, device and stream; report bitwise "
                                    "agreement, LAPACK ratios and timing. Lists (comma-separated) "
                                    "run every combination.")
-    p.add_argument("--op", required=True, choices=["cholesky", "cholesky_inverse", "cholesky_solve"])
+    p.add_argument("--op", required=True, choices=OPS)
     p.add_argument("--n", type=_csv(int), default=None,
                    help="matrix order(s), e.g. 64,1000 (default 512, or the size a file/digits/"
                         "classic3 matrix has)")
@@ -228,7 +228,7 @@ def _add_devices(sub):
                                    "with the replay on each GPU in turn, timed with CUDA events after "
                                    "warm-up; prints per-device medians, their ratios, and bit-for-bit "
                                    "agreement between torch and the replay and across devices.")
-    p.add_argument("--op", choices=["cholesky", "cholesky_inverse", "cholesky_solve"], default=None)
+    p.add_argument("--op", choices=OPS, default=None)
     p.add_argument("--n", type=int, default=None, help="matrix order (default 4096; 1024 with --op)")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--nrhs", type=int, default=1)

@@ -88,18 +88,17 @@ def run(args: argparse.Namespace) -> int:
     127 if it cannot be started. With ``--from-log``: 0, or 2 for a missing
     file / unknown section. 2 for usage errors.
     """
-    from rich.console import Console
     from rich.markup import escape
+
+    from .._console import console
 
     from .logparse import load_log
     from .model import Trace
     from .runner import run_traced
 
     json_stdout = args.json == "-"
-    # not a terminal (a file, a pipe): wide lines, so calls and section labels stay greppable
-    wide = {} if sys.stdout.isatty() else {"width": 200}
-    out = Console(highlight=False, stderr=json_stdout, **wide)
-    err = Console(stderr=True, highlight=False, **({} if sys.stderr.isatty() else {"width": 200}))
+    out = console(highlight=False, stderr=json_stdout)  # wide when piped: calls stay greppable
+    err = console(stderr=True, highlight=False)
     human = sys.stderr if json_stdout else sys.stdout  # the program's own output goes here
     command = list(args.command or [])
     if command[:1] == ["--"]:

@@ -1,13 +1,17 @@
 """cusolver-trace: call cuSOLVER directly, replay torch's Cholesky family, compare.
 
-Layers (each imports only the ones above it):
+Layers (each imports only the ones below it in this list):
 
-1. ``cusolver_trace.raw``      raw cuSOLVER / cuBLAS bindings, 1:1 with the C API
-2. ``cusolver_trace.routines`` array-level potrf / potrs / potri / cholesky_inverse
-                               (torch CUDA via cuSOLVER; CPU via scipy LAPACK)
-3. ``cusolver_trace.replay``   replays of the exact calls torch makes, per version
-4. tools: ``checks`` (LAPACK ratios), ``matrices``, ``timing``, ``compare``, ``trace``
-5. ``cusolver_trace.cli``      the ``cusolver-trace`` command
+1. ``cusolver_trace.raw``       raw cuSOLVER / cuBLAS bindings, 1:1 with the C API
+2. ``cusolver_trace.backends``  ``cuda`` (cuSOLVER / cuBLAS on torch's stream and allocator;
+                                the only importer of ``raw``) and ``cpu`` (scipy LAPACK)
+3. ``cusolver_trace.routines``  potrf / potrs / potri / trtri / cholesky_inverse: one public
+                                entry point per operation, one method table (plans: ``plans``)
+4. ``cusolver_trace.ops``       the op registry: one module per torch op (torch call, inputs,
+                                dispatch rules per version, replay, check, flop count, methods)
+5. tools: ``checks`` (LAPACK ratios), ``matrices``, ``timing``, ``replay``, ``compare``,
+   ``sweep``, ``workflow``, ``tracing``
+6. ``cusolver_trace.cli``       the ``cusolver-trace`` command, one module per subcommand
 
 ``import cusolver_trace`` never imports CuPy or nvmath-python; they load on the
 first GPU call.
@@ -19,13 +23,15 @@ from .errors import (
     GPUUnavailableError,
     IllegalArgumentError,
     LibraryStatusError,
+    NonFiniteError,
     NotPositiveDefiniteError,
     SingularFactorError,
 )
 
 __version__ = "0.1.0"
 
-from .routines import INVERSE_METHODS, cholesky_inverse, potrf, potri, potrs, trtri
+from .routines import (INVERSE_METHODS, cholesky_inverse, inverse_method, potrf, potri, potrs,
+                       trtri)
 
 # Imported eagerly (torch, numpy, scipy only — never CuPy or nvmath-python, which load on the
 # first GPU call): a lazy module ``__getattr__`` would be shadowed by the submodules of the
@@ -36,9 +42,9 @@ from .tracing import Trace, trace  # noqa: E402
 from .versions import versions  # noqa: E402
 
 __all__ = [
-    "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "INVERSE_METHODS",
+    "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "INVERSE_METHODS",
     "compare", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
     "dtype_info", "SUPPORTED_DTYPES",
-    "NotPositiveDefiniteError", "SingularFactorError", "IllegalArgumentError",
+    "NotPositiveDefiniteError", "SingularFactorError", "NonFiniteError", "IllegalArgumentError",
     "LibraryStatusError", "CuSolverStatusError", "CuBlasStatusError", "GPUUnavailableError",
 ]

@@ -1,4 +1,4 @@
-"""``python -m cusolver_trace`` == the ``cusolver-trace`` command."""
+"""``python3 -m cusolver_trace`` is ``cusolver-trace``."""
 import sys
 
 from .cli import main

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ._dtypes import dtype_info
-from .checks import _ieee_fp32, flops
+from .checks import ieee_fp32, flops
 from .timing import time_calls
 
 __all__ = ["Ceiling", "ceiling", "percent_of_ceiling", "clear_cache"]
@@ -121,7 +121,7 @@ def ceiling(device=None, dtype="float64", *, n: int | None = None, repeat: int |
     out = torch.empty_like(a)
     src = torch.empty(_COPY_BYTES[kind], dtype=torch.uint8, device=dev).fill_(1)
     dst = torch.empty_like(src)
-    with _ieee_fp32(a):
+    with ieee_fp32(a):
         t = time_calls({"gemm": lambda: torch.matmul(a, b, out=out),
                         "copy": lambda: dst.copy_(src)},
                        device=dev, warmup=1, repeat=repeat)

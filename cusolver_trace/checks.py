@@ -32,7 +32,7 @@ import torch
 from ._dtypes import dtype_info
 
 __all__ = [
-    "THRESHOLD", "BatchMax", "as_tensor", "passes",
+    "THRESHOLD", "BatchMax", "as_tensor", "passes", "batch_max", "ieee_fp32",
     "pot01", "pot02", "pot03",
     "max_abs_diff", "rel_fro_diff", "ulp_distance", "max_ulp_distance",
     "nan_mismatches", "bitwise_equal", "asymmetry", "nonfinite_count",
@@ -67,7 +67,7 @@ class BatchMax(float):
         return f"BatchMax({float(self)!r}, batch_shape={self.per_matrix.shape})"
 
 
-def _batch_max(per: torch.Tensor) -> BatchMax:
+def batch_max(per: torch.Tensor) -> BatchMax:
     """Per-matrix values (on any device) → :class:`BatchMax` (one small host copy)."""
     arr = per.detach().to("cpu", torch.float64).numpy()
     return BatchMax(float(arr.max()) if arr.size else 0.0, arr)
@@ -120,7 +120,7 @@ def _square_pair(A, X, name):
 
 
 @contextlib.contextmanager
-def _ieee_fp32(t: torch.Tensor):
+def ieee_fp32(t: torch.Tensor):
     """Forbid TF32 for float32/complex64 matmuls on CUDA, restoring the setting after.
 
     Uses the per-backend ``torch.backends.cuda.matmul.fp32_precision`` (torch >= 2.9;
@@ -197,15 +197,15 @@ def pot01(A, L, upper: bool = False) -> BatchMax:
     """
     A, L, n, eps, batch = _square_pair(A, L, "L")
     if n == 0:
-        return _batch_max(torch.zeros(batch))
+        return batch_max(torch.zeros(batch))
     F = L.triu() if upper else L.tril()
-    with _ieee_fp32(F):
+    with ieee_fp32(F):
         R = (F.mH @ F if upper else F @ F.mH) - A
     anorm = _norm1(_herm(A, upper))
     bad = (anorm <= 0).expand(batch)
     if F.is_complex():
         bad = bad | (F.diagonal(dim1=-2, dim2=-1).imag != 0).any(-1)
-    return _batch_max(_ratio(_norm1(_herm(R, upper)) / n, anorm, eps, bad))
+    return batch_max(_ratio(_norm1(_herm(R, upper)) / n, anorm, eps, bad))
 
 
 def pot02(A, X, B, upper: bool = False) -> BatchMax:
@@ -234,15 +234,15 @@ def pot02(A, X, B, upper: bool = False) -> BatchMax:
     eps = dtype_info(A.dtype).lapack_eps
     batch = torch.broadcast_shapes(A.shape[:-2], X.shape[:-2], B.shape[:-2])
     if n == 0 or X.shape[-1] == 0:
-        return _batch_max(torch.zeros(batch))
+        return batch_max(torch.zeros(batch))
     Ah = _herm(A, upper)
-    with _ieee_fp32(Ah):
+    with ieee_fp32(Ah):
         R = B - Ah @ X
     anorm = _norm1(Ah)
     xn = _asum(X).expand(*batch, X.shape[-1])
     col = _ratio(_asum(R) / anorm[..., None], xn, eps, xn <= 0)
     per = col.amax(-1)
-    return _batch_max(torch.where((anorm <= 0).expand(batch), 1.0 / eps, per))
+    return batch_max(torch.where((anorm <= 0).expand(batch), 1.0 / eps, per))
 
 
 def pot03(A, Ainv, upper: bool = False, fill: bool = False) -> BatchMax:
@@ -265,14 +265,14 @@ def pot03(A, Ainv, upper: bool = False, fill: bool = False) -> BatchMax:
     """
     A, Ainv, n, eps, batch = _square_pair(A, Ainv, "Ainv")
     if n == 0:
-        return _batch_max(torch.zeros(batch))
+        return batch_max(torch.zeros(batch))
     Ah = _herm(A, upper)
     Ai = _herm(Ainv, upper) if fill else Ainv
-    with _ieee_fp32(Ah):
+    with ieee_fp32(Ah):
         W = torch.eye(n, dtype=A.dtype, device=A.device) - Ah @ Ai
     anorm, ainorm = _norm1(Ah).expand(batch), _norm1(Ai).expand(batch)
     num = _norm1(W).to(torch.float64) / anorm.to(torch.float64)
-    return _batch_max(_ratio(num / n, ainorm, eps, (anorm <= 0) | (ainorm <= 0)))
+    return batch_max(_ratio(num / n, ainorm, eps, (anorm <= 0) | (ainorm <= 0)))
 
 
 def passes(ratio) -> bool | np.ndarray:
@@ -310,7 +310,7 @@ def max_abs_diff(X, Y) -> BatchMax:
         raise ValueError(f"shapes differ: {tuple(X.shape)} vs {tuple(Y.shape)}")
     d = (X - Y).abs()
     same = (X == Y) | (torch.isnan(X) & torch.isnan(Y))
-    return _batch_max(_per_matrix(torch.where(same, 0, d), torch.amax))
+    return batch_max(_per_matrix(torch.where(same, 0, d), torch.amax))
 
 
 def rel_fro_diff(X, Y) -> BatchMax:
@@ -324,7 +324,7 @@ def rel_fro_diff(X, Y) -> BatchMax:
     if X.shape != Y.shape:
         raise ValueError(f"shapes differ: {tuple(X.shape)} vs {tuple(Y.shape)}")
     num, den = _fro(X - Y), _fro(Y)
-    return _batch_max(torch.where(num == 0, 0.0, num / den))
+    return batch_max(torch.where(num == 0, 0.0, num / den))
 
 
 def asymmetry(X) -> BatchMax:
@@ -332,7 +332,7 @@ def asymmetry(X) -> BatchMax:
     X = as_tensor(X)
     _square(X, "X")
     num, den = _fro(X - X.mH), _fro(X)
-    return _batch_max(torch.where(num == 0, 0.0, num / den))
+    return batch_max(torch.where(num == 0, 0.0, num / den))
 
 
 def nonfinite_count(X) -> int:

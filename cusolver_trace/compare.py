@@ -1,49 +1,53 @@
 """Compare torch's own function with the replay of the library calls it makes.
 
-:func:`compare` runs ``torch.linalg.cholesky`` / ``torch.cholesky_inverse`` /
-``torch.cholesky_solve`` and :func:`cusolver_trace.replay.replay` on the same
-inputs, device and stream, and reports:
+:func:`compare` runs an op's torch call (:mod:`cusolver_trace.ops`) and the replay of
+its library calls on the same inputs, device and stream, and reports:
 
-* the verdict — ``bitwise-equal`` (every bit of every output equal, info equal),
-  ``within-tolerance`` (not bitwise, but both sides pass LAPACK's ratio test,
-  < 30, and agree on info), ``failed-alike`` (both report the same failing
-  ``info``: the factor's contents are unspecified by LAPACK and not compared) or
-  ``MISMATCH`` (anything else);
+* the verdict (:func:`verdict`, a pure function) — ``bitwise-equal`` (every bit of
+  every output equal, info equal; identical non-finite outputs included),
+  ``within-tolerance`` (not bitwise, but both sides pass LAPACK's ratio test, < 30,
+  and agree on info), ``failed-alike`` (both report the same failing ``info``, or both
+  return non-finite values at the same places: LAPACK leaves such contents
+  unspecified, and they are not compared) or ``MISMATCH`` (anything else);
 * differences: max |Δ|, max ULP distance, ‖Δ‖_F / ‖torch‖_F, NaN placement;
-* accuracy of each side: LAPACK pot01 (factor), pot02 (solve), pot03 (inverse)
-  ratios with LAPACK's eps, non-finite counts, asymmetry of an inverse;
-* timing: CUDA events, warm-up, interleaved runs, median and IQR (ms), and
-  the replay / torch ratio;
-* provenance: :func:`cusolver_trace.versions.versions`.
+* accuracy of each side: the op's LAPACK ratio (pot01 / pot02 / pot03 with LAPACK's
+  eps, on the triangle the op reads), non-finite counts, asymmetry of an inverse;
+* timing: CUDA events, warm-up, interleaved runs, median and IQR (ms), and the
+  replay / torch ratio; a side whose IQR exceeds 20 % of its median is flagged noisy;
+* provenance: :func:`cusolver_trace.versions.versions`, the seed and the date.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import functools
+import io
 import json
 import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import checks
-from .replay import OPS, TorchPath, preferred_library, replay, torch_path
+from . import checks, ops
+from ._dtypes import dtype_info
 from .timing import Timing, time_calls
 
-__all__ = ["compare", "Comparison", "VERDICTS"]
+__all__ = ["compare", "Comparison", "Side", "VERDICTS", "verdict", "as_input"]
 
 VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
-_RATIO = {"cholesky": "pot01", "cholesky_inverse": "pot03", "cholesky_solve": "pot02"}
-_TORCH_NAME = {"cholesky": "torch.linalg.cholesky_ex", "cholesky_inverse": "torch.cholesky_inverse",
-               "cholesky_solve": "torch.cholesky_solve"}
+SCHEMA = "cusolver-trace/comparison/2"
 
 
-@dataclass
+@dataclass(repr=False)
 class Side:
-    """One side of a comparison (``torch`` or ``replay``)."""
+    """One side of a comparison (``torch`` or ``replay``).
+
+    ``ratio`` is None where the op's ratio does not apply (failed factorization, a
+    partial factor, non-finite output).
+    """
 
     name: str
     ratio_name: str
-    ratio: float
+    ratio: float | None
     info: list
     nonfinite: int
     asymmetry: float | None = None
@@ -53,28 +57,36 @@ class Side:
     def to_dict(self):
         d = asdict(self)
         d["timing"] = None if self.timing is None else self.timing.to_dict()
-        d["passes"] = bool(checks.passes(self.ratio))
+        d["passes"] = None if self.ratio is None else bool(checks.passes(self.ratio))
         return d
 
+    def __repr__(self):
+        return f"Side({self.name}, {self.ratio_name}={_fmt(self.ratio)}, info={_fmt_info(self.info)})"
 
-@dataclass
+
+@dataclass(repr=False)
 class Comparison:
-    """Result of :func:`compare`; renders as a table (terminal / notebook), converts to dict / JSON."""
+    """Result of :func:`compare`; renders as a table (terminal / notebook), converts to dict / JSON.
+
+    Distances (``max_abs_diff`` …) are None where the outputs are not compared (a failed
+    factorization leaves the factor's contents unspecified).
+    """
 
     op: str
     spec: dict
-    path: TorchPath
+    path: ops.TorchPath
     verdict: str
     bitwise_equal: bool
     info_agree: bool
-    max_abs_diff: float
+    max_abs_diff: float | None
     max_ulp_distance: int | None
-    rel_fro_diff: float
-    nan_mismatches: int
+    rel_fro_diff: float | None
+    nan_mismatches: int | None
     torch: Side
     replay: Side
     notes: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
+    torch_name: str = ""
 
     @property
     def time_ratio(self) -> float | None:
@@ -89,7 +101,7 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {
-            "schema": "cusolver-trace/comparison/1",
+            "schema": SCHEMA,
             "op": self.op, "spec": self.spec, "torch_path": self.path.to_dict(),
             "verdict": self.verdict, "bitwise_equal": self.bitwise_equal,
             "info_agree": self.info_agree,
@@ -104,6 +116,11 @@ class Comparison:
         return json.dumps(self.to_dict(), indent=2, default=str, **kw)
 
     # -- rendering ---------------------------------------------------------------------
+    def __repr__(self):
+        s = self.spec
+        return (f"<Comparison {self.op} n={s['n']} batch={s['batch']} {s['dtype']} "
+                f"{'upper' if s['upper'] else 'lower'} {s['device']}: {self.verdict}>")
+
     def __rich__(self):
         from rich.console import Group
         from rich.table import Table
@@ -115,7 +132,7 @@ class Comparison:
         head = Text.assemble(
             (f"{self.op}", "bold"),
             f"  n={s['n']} batch={s['batch']}"
-            + (f" nrhs={s['nrhs']}" if s.get("nrhs") else "")
+            + (f" nrhs={s['nrhs']}" if s.get("nrhs") is not None else "")
             + f" dtype={s['dtype']} upper={s['upper']} device={s['device']}"
             + f" matrix={s.get('matrix', '?')}\n",
             "torch path: ", (f"{self.path.backend}: " + " → ".join(self.path.calls), "cyan"),
@@ -124,32 +141,35 @@ class Comparison:
         )
         t = Table(show_header=True, header_style="bold")
         t.add_column("")
-        t.add_column(_TORCH_NAME[self.op])
+        t.add_column(self.torch_name or "torch")
         t.add_column("replay (raw calls)")
         rn = self.torch.ratio_name
         t.add_row(f"LAPACK {rn} ratio (< 30)", _fmt(self.torch.ratio), _fmt(self.replay.ratio))
         t.add_row("info", _fmt_info(self.torch.info), _fmt_info(self.replay.info))
         t.add_row("non-finite entries", str(self.torch.nonfinite), str(self.replay.nonfinite))
-        if self.torch.asymmetry is not None:
-            t.add_row("asymmetry ‖X−Xᴴ‖_F/‖X‖_F", _fmt(self.torch.asymmetry), _fmt(self.replay.asymmetry))
+        if self.torch.asymmetry is not None or self.replay.asymmetry is not None:
+            t.add_row("asymmetry ‖X−Xᴴ‖_F/‖X‖_F", _fmt(self.torch.asymmetry),
+                      _fmt(self.replay.asymmetry))
         if self.torch.timing is not None:
-            for side in (self.torch, self.replay):
-                pass
             t.add_row("time median [IQR] ms", _fmt_t(self.torch.timing), _fmt_t(self.replay.timing))
         d = Table(show_header=False, box=None)
         d.add_row("bitwise equal", str(self.bitwise_equal))
-        d.add_row("max |Δ|", _fmt(self.max_abs_diff))
-        d.add_row("max ULP distance", str(self.max_ulp_distance))
-        d.add_row("‖Δ‖_F / ‖torch‖_F", _fmt(self.rel_fro_diff))
+        if self.max_abs_diff is not None:
+            d.add_row("max |Δ|", _fmt(self.max_abs_diff))
+            d.add_row("max ULP distance", str(self.max_ulp_distance))
+            d.add_row("‖Δ‖_F / ‖torch‖_F", _fmt(self.rel_fro_diff))
         if self.time_ratio is not None:
             d.add_row("time ratio replay/torch", f"{self.time_ratio:.3f}")
         notes = [Text(f"note: {n}", style="dim") for n in self.notes]
         return Group(head, t, d, *notes)
 
-    def _render(self, **kw):
+    def _render(self):
         from rich.console import Console
 
-        con = Console(record=True, width=110, file=open("/dev/null", "w"), **kw)
+        # never the Jupyter renderer (that would display a second copy as a side effect)
+        # and no file handle to leak: the text goes to a buffer
+        con = Console(record=True, width=110, file=io.StringIO(), force_jupyter=False,
+                      force_terminal=False)
         con.print(self)
         return con
 
@@ -157,7 +177,11 @@ class Comparison:
         return self._render().export_text()
 
     def _repr_html_(self):
-        return self._render().export_html(inline_styles=True)
+        # a <pre> with inline styles only: no page, no global CSS that would restyle a notebook
+        return self._render().export_html(
+            inline_styles=True,
+            code_format='<pre style="font-family:Menlo,\'DejaVu Sans Mono\',consolas,'
+                        '\'Courier New\',monospace;line-height:1.2">{code}</pre>')
 
 
 def _fmt(x):
@@ -178,7 +202,9 @@ def _fmt_info(info):
 
 
 def _fmt_t(t: Timing | None):
-    return "—" if t is None else f"{t.median_ms:.4g} [{t.q1_ms:.4g}–{t.q3_ms:.4g}]"
+    if t is None:
+        return "—"
+    return f"{t.median_ms:.4g} [{t.q1_ms:.4g}–{t.q3_ms:.4g}]" + (" noisy" if t.noisy else "")
 
 
 @functools.cache
@@ -188,54 +214,217 @@ def _provenance() -> dict:
     return versions()
 
 
-def _torch_call(op, x, b, upper):
+# --------------------------------------------------------------------------- inputs
+def as_input(x, name: str):
+    """A torch tensor for :func:`compare` from a tensor or array-like, handled the way the
+    array routines handle inputs: ``requires_grad`` read through ``detach()``; conjugate and
+    negative views, negative strides and non-native byte order materialized; meta and
+    sparse tensors refused.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype or kind.
+    ValueError
+        A meta / sparse tensor, or fewer than 2 dimensions.
+    """
     import torch
 
-    if op == "cholesky":
-        return torch.linalg.cholesky_ex(x, upper=upper)
-    if op == "cholesky_inverse":
-        return torch.cholesky_inverse(x, upper=upper), None
-    return torch.cholesky_solve(b, x, upper=upper), None
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise ValueError(f"{name} is a meta tensor: it holds no values to compare")
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: sparse or non-strided tensors are not supported")
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"{name}: device {x.device} is not supported (use cuda or cpu)")
+        t = x.detach()
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:
+            raise TypeError(f"{name}: cannot read {type(x).__name__} as an array: {exc}") from None
+        t = checks.as_tensor(arr)
+    dtype_info(t.dtype)
+    if t.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix or a batch of matrices (at least 2-D), got "
+                         f"shape {tuple(t.shape)}")
+    return t.resolve_conj().resolve_neg()
 
 
-def _torch_cpu_behaviour(op, x, b, upper) -> str:
-    """What torch's CPU path does with the same input (for non-finite CUDA results)."""
-    try:
-        out, _ = _torch_call(op, x.cpu(), None if b is None else b.cpu(), upper)
-    except Exception as exc:  # torch.linalg.LinAlgError and friends
-        return f"torch's CPU path raises {type(exc).__name__}: {exc}"
-    bad = int(checks.nonfinite_count(out))
-    return f"torch's CPU path returns {bad} non-finite entries" + (" too" if bad else " (all finite)")
+# --------------------------------------------------------------------------- the verdict
+def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised: bool,
+            fails_on_info: bool, factor_failed: bool, nonfinite_alike: bool,
+            nonfinite: bool, nan_mismatches: int, rel_diff: float, tolerance: float,
+            torch_passes: bool, replay_passes: bool) -> str:
+    """The verdict of one comparison, from facts already measured (pure).
+
+    Parameters
+    ----------
+    bitwise : bool
+        Every bit of the outputs is equal.
+    info_agree : bool
+        Both sides report the same info (for torch's raised error: the same first failure).
+    info_failed : bool
+        Some info is non-zero (either side).
+    torch_raised : bool
+        torch raised instead of returning (its CPU potri path on a zero pivot).
+    fails_on_info : bool
+        For this op ``info > 0`` leaves the result unspecified (potrf).
+    factor_failed : bool
+        Both sides got a partial factor (A is not positive definite).
+    nonfinite_alike : bool
+        Both outputs are non-finite at exactly the same places (same NaN / ±Inf).
+    nonfinite : bool
+        Either output has a non-finite entry.
+    nan_mismatches : int
+        Places where exactly one side is NaN.
+    rel_diff : float
+        ‖Δ‖_F / ‖torch‖_F over the outputs (over the finite places when non-finite).
+    tolerance : float
+        What ``rel_diff`` may be for results that did not come from the same routine
+        (30·eps·n).
+    torch_passes, replay_passes : bool
+        Each side's LAPACK ratio is below 30.
+
+    Returns
+    -------
+    str
+        One of :data:`VERDICTS`.
+
+    Examples
+    --------
+    >>> verdict(bitwise=True, info_agree=True, info_failed=False, torch_raised=False,
+    ...         fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=True,
+    ...         nan_mismatches=0, rel_diff=0.0, tolerance=1e-13, torch_passes=False,
+    ...         replay_passes=False)
+    'bitwise-equal'
+    """
+    if torch_raised:
+        return "failed-alike" if info_agree else "MISMATCH"
+    if info_failed and fails_on_info:
+        return "failed-alike" if info_agree else "MISMATCH"
+    if bitwise and info_agree:
+        return "bitwise-equal"
+    if not info_agree:
+        return "MISMATCH"
+    if factor_failed or nonfinite:
+        alike = nan_mismatches == 0 and (nonfinite_alike if nonfinite else True)
+        return "failed-alike" if alike and rel_diff <= tolerance else "MISMATCH"
+    if torch_passes and replay_passes and nan_mismatches == 0:
+        return "within-tolerance"
+    return "MISMATCH"
 
 
-def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, preferred: str | None = None,
-            torch_version: str | None = None, repeat: int = 20, warmup: int = 3,
-            timing: bool = True, matrix: str | None = None, provenance: bool = True) -> Comparison:
+# --------------------------------------------------------------------------- running
+def _torch_info(op, t_out, t_info, t_error, batch: int):
+    """torch's info per matrix: from its return value, from its error message, or zeros
+    (torch's potrs-type paths report nothing)."""
+    if t_error is not None:  # torch raised for the first failing matrix only
+        m = re.search(r"(?:diagonal element|order) (\d+)", t_error)
+        be = re.search(r"Batch element (\d+)", t_error)
+        info = [0] * max(batch, 1)
+        info[int(be.group(1)) if be else 0] = int(m.group(1)) if m else -1
+        return info
+    if op.reports_info and t_info is not None:
+        return [int(v) for v in t_info.reshape(-1).cpu()]
+    return [0] * batch
+
+
+def _first_failure(info):
+    return next(((i, v) for i, v in enumerate(info) if v), None)
+
+
+def _nonfinite_alike(X, Y) -> bool:
+    """Non-finite at exactly the same places, with the same infinities."""
+    import torch
+
+    if X.shape != Y.shape:
+        return False
+    fx, fy = torch.isfinite(X), torch.isfinite(Y)
+    if not torch.equal(fx, fy):
+        return False
+    nx, ny = torch.isnan(X), torch.isnan(Y)
+    if not torch.equal(nx, ny):
+        return False
+    inf = ~fx & ~nx
+    return bool(torch.equal(X[inf], Y[inf])) if bool(inf.any()) else True
+
+
+def _finite_rel_diff(X, Y) -> float:
+    """‖Δ‖_F / ‖Y‖_F over the places where both are finite."""
+    import torch
+
+    both = torch.isfinite(X) & torch.isfinite(Y)
+    x, y = torch.where(both, X, 0), torch.where(both, Y, 0)
+    return float(checks.rel_fro_diff(x, y))
+
+
+def _failure_notes(op, inputs, t_info_l, r_info_l) -> list[str]:
+    notes = []
+    if op.fails_on_info:
+        first = _first_failure(r_info_l) or _first_failure(t_info_l)
+        if first:
+            i, k = first
+            where = f" of batch element {i}" if inputs.batch_shape else ""
+            notes.append(f"not positive definite: the leading minor of order {k}{where} is not "
+                         "positive definite; LAPACK leaves the factor's contents unspecified, so "
+                         "only info is compared")
+    return notes
+
+
+def _factor_failure_note(inputs, upper) -> str | None:
+    """Name the minor and batch element where factoring A failed."""
+    import torch
+
+    if not inputs.factor_failed:
+        return None
+    _, finfo = torch.linalg.cholesky_ex(inputs.A, upper=upper)
+    flat = [int(v) for v in finfo.reshape(-1).cpu()]
+    first = _first_failure(flat)
+    if first is None:
+        return None
+    i, k = first
+    where = f" of batch element {i}" if inputs.batch_shape else ""
+    return f"A is not positive definite: the leading minor of order {k}{where} is not"
+
+
+def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
+            preferred: str | None = None, torch_version: str | None = None, repeat: int = 20,
+            warmup: int = 3, timing: bool = True, matrix: str | None = None,
+            provenance: bool = True, seed: int = 0) -> Comparison:
     """Run torch's ``op`` and the replay of its library calls on the same inputs; compare.
 
     Parameters
     ----------
-    op : "cholesky" | "cholesky_inverse" | "cholesky_solve"
-    A : torch.Tensor (..., n, n)
-        Hermitian positive definite input (CUDA or CPU; float32, float64,
-        complex64, complex128). For the inverse and solve, the factor is
-        ``torch.linalg.cholesky(A, upper=upper)``, handed to both sides.
-    factor : torch.Tensor (..., n, n), optional
-        For the inverse and solve: use this factor as given (e.g. a singular
-        one) instead of factoring A; A defaults to ``L·Lᴴ`` (``Uᴴ·U``) for the
-        ratios.
-    B : torch.Tensor (..., n, k), optional
-        Right-hand sides for ``cholesky_solve`` (default: one column of seeded
-        standard normal values).
-    preferred : "default" | "cusolver" | "magma", optional
-        ``torch.backends.cuda.preferred_linalg_library`` while torch runs
-        (restored afterwards); it selects the path the replay follows.
+    op : str
+        A registered op with a replay (:func:`cusolver_trace.ops.names`).
+    A : torch.Tensor or array (..., n, n)
+        Hermitian positive definite input (CUDA or CPU; float32, float64, complex64,
+        complex128). For ops on the factor, the factor is
+        ``torch.linalg.cholesky_ex(A, upper=upper)``, handed to both sides.
+    B : torch.Tensor or array (..., n, nrhs), optional
+        Right-hand sides for ops that take them (default: one column of seeded standard
+        normal values).
+    factor : torch.Tensor or array (..., n, n), optional
+        For ops on the factor: use this factor as given (e.g. a singular one) instead of
+        factoring A; A defaults to L·Lᴴ (Uᴴ·U) of its triangle, for the ratios.
+    upper : bool
+        Use the upper triangle (only that triangle of A and of the factor is read).
+    preferred : {"default", "cusolver", "magma"}, optional
+        ``torch.backends.cuda.preferred_linalg_library`` while torch runs (restored
+        afterwards); it selects the path the replay follows.
+    torch_version : str, optional
+        Replay the path of this torch version instead of the installed one's.
     repeat, warmup : int
-        Timed and untimed calls per side (CUDA events on GPU).
+        Timed and untimed calls per side (CUDA events on a GPU); ``repeat=0`` times nothing.
     timing : bool
         Set False to skip timing.
     matrix : str
         Description of the input, for the report.
+    provenance : bool
+        Record versions and loaded libraries.
+    seed : int
+        Seed of the default B, recorded in the report.
 
     Returns
     -------
@@ -243,158 +432,127 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False, prefer
 
     Raises
     ------
-    ValueError  unknown op, non-square A, mismatched B; TypeError unsupported dtype.
+    cusolver_trace.ops.OpError
+        Unknown op or one without a replay (a ``ValueError``).
+    ValueError
+        Non-square A, mismatched B, a meta tensor, negative repeat / warmup.
+    TypeError
+        Unsupported dtype.
+
+    Examples
+    --------
+    >>> import cusolver_trace as ct
+    >>> from cusolver_trace.matrices import spd
+    >>> c = ct.compare("cholesky_inverse", spd(64), timing=False, provenance=False)
+    >>> c.verdict in ("bitwise-equal", "within-tolerance")
+    True
     """
     import torch
 
-    if op not in OPS:
-        raise ValueError(f"op must be one of {OPS}, got {op!r}")
-    if factor is not None:
-        if op == "cholesky":
-            raise ValueError("factor= is for cholesky_inverse and cholesky_solve")
-        if not isinstance(factor, torch.Tensor):
-            factor = torch.as_tensor(np.asarray(factor))
-        F = factor.triu() if upper else factor.tril()
-        if A is None:
-            A = F.mH @ F if upper else F @ F.mH
-    if A is None:
-        raise ValueError("compare needs A (or factor= for cholesky_inverse / cholesky_solve)")
-    if not isinstance(A, torch.Tensor):
-        A = torch.as_tensor(np.asarray(A))
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"A must be (..., n, n), got shape {tuple(A.shape)}")
-    from ._dtypes import dtype_info
+    o = ops.get(op)
+    o.require_replay()
+    if int(repeat) < 0 or int(warmup) < 0:
+        raise ValueError(f"repeat and warmup must be >= 0, got repeat={repeat} warmup={warmup}")
+    A = None if A is None else as_input(A, "A")
+    factor = None if factor is None else as_input(factor, "factor")
+    if factor is not None and A is not None and factor.device != A.device:
+        raise ValueError(f"factor is on {factor.device} but A is on {A.device}")
+    B = None if B is None else as_input(B, "B")
+    inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=upper, seed=seed)
+    x, device = inputs.x, inputs.x.device
+    dt = dtype_info(x.dtype)
+    path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=dt.name,
+                        device=device.type, torch_version=torch_version, preferred=preferred)
+    notes = list(inputs.notes)
 
-    dt = dtype_info(A.dtype)
-    n = A.shape[-1]
-    batch_shape = tuple(A.shape[:-2])
-    batch = int(np.prod(batch_shape, dtype=np.int64))
-    notes = []
-    invalid_factor = False
-    if op == "cholesky":
-        x = A
-    elif factor is not None:
-        x = factor
-    else:
-        x, finfo = torch.linalg.cholesky_ex(A, upper=upper)
-        invalid_factor = bool((finfo != 0).any())
-        if invalid_factor:
-            notes.append("torch.linalg.cholesky of A failed (A is not positive definite); the "
-                         "partial factor is handed to both sides, so neither result is an inverse / "
-                         "solution of A and the ratios do not apply")
-    if op == "cholesky_solve" and B is None:
-        g = torch.Generator().manual_seed(1)
-        B = torch.randn(*batch_shape, n, 1, generator=g, dtype=torch.float64).to(A.dtype).to(A.device)
-    if op == "cholesky_solve" and (B.shape[-2] != n or tuple(B.shape[:-2]) != batch_shape):
-        raise ValueError(f"B must be (..., n, k) with A's batch shape {batch_shape} and n = {n}, "
-                         f"got {tuple(B.shape)}")
-    b = B if op == "cholesky_solve" else None
-    device = A.device.type
-    path = torch_path(op, batch=batch, n=n, nrhs=None if b is None else b.shape[-1], dtype=dt.name,
-                      device=device, torch_version=torch_version, preferred=preferred)
-
-    t_error = None
-    with preferred_library(preferred if device == "cuda" else None):
+    t_error, timings = None, {}
+    with ops.preferred_library(preferred if device.type == "cuda" else None):
         try:
-            t_out, t_info = _torch_call(op, x, b, upper)
+            t_out, t_info = o.torch_call(inputs, upper)
         except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot
             t_error, t_out, t_info = str(exc), None, None
-        r_out, r_info, _ = replay(op, x, b, upper=upper, path=path)
-        timings = {}
-        if timing and t_error is None:
+        r_out, r_info, _ = o.run_replay(inputs, upper, path)
+        if timing and repeat > 0 and t_error is None:
             timings = time_calls(
-                {"torch": lambda: _torch_call(op, x, b, upper),
-                 "replay": lambda: replay(op, x, b, upper=upper, path=path)},
-                device=A.device if device == "cuda" else None, warmup=warmup, repeat=repeat)
-    if device == "cuda":
-        torch.cuda.synchronize(A.device)
+                {"torch": lambda: o.torch_call(inputs, upper),
+                 "replay": lambda: o.run_replay(inputs, upper, path)},
+                device=device if device.type == "cuda" else None, warmup=warmup, repeat=repeat)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     r_info_l = [int(v) for v in r_info.reshape(-1).cpu()]
-    def first_failure(info):
-        return next(((i, v) for i, v in enumerate(info) if v), None)
-
-    if t_error is not None:  # torch raised for the first failing matrix only
-        m = re.search(r"(?:diagonal element|order) (\d+)", t_error)
-        be = re.search(r"Batch element (\d+)", t_error)
-        t_info_l = [0] * batch
-        t_info_l[int(be.group(1)) if be else 0] = int(m.group(1)) if m else -1
-        info_agree = first_failure(t_info_l) == first_failure(r_info_l)
+    t_info_l = _torch_info(o, t_out, t_info, t_error, inputs.batch)
+    if t_error is not None:
+        info_agree = _first_failure(t_info_l) == _first_failure(r_info_l)
     else:
-        if t_info is None or op != "cholesky":
-            # torch's potrs-type CUDA paths report nothing; the replay's info is argument checks only
-            t_info_l = [0] * batch
-        else:
-            t_info_l = [int(v) for v in t_info.reshape(-1).cpu()]
         info_agree = t_info_l == r_info_l
+    info_failed = any(t_info_l) or any(r_info_l)
+    compared = t_error is None and not (info_failed and o.fails_on_info)
 
-    if t_error is None:
-        bit = checks.bitwise_equal(t_out, r_out)
+    bit = t_error is None and checks.bitwise_equal(t_out, r_out)
+    nan_mis = max_abs = max_ulp = rel = None
+    nonfinite = alike = False
+    if compared:
         nan_mis = checks.nan_mismatches(t_out, r_out)
         max_abs = float(checks.max_abs_diff(t_out, r_out))
         max_ulp = int(checks.max_ulp_distance(t_out, r_out))
-        rel = float(checks.rel_fro_diff(t_out, r_out))
-    else:
-        bit, nan_mis, max_abs, max_ulp, rel = False, 0, float("nan"), None, float("nan")
+        nonfinite = bool(checks.nonfinite_count(t_out) or checks.nonfinite_count(r_out))
+        alike = _nonfinite_alike(t_out, r_out) if nonfinite else True
+        rel = _finite_rel_diff(t_out, r_out) if nonfinite else float(checks.rel_fro_diff(t_out, r_out))
 
-    def ratio(out):
-        if op == "cholesky":
-            return checks.pot01(A, out, upper=upper)
-        if op == "cholesky_inverse":
-            return checks.pot03(A, out)
-        return checks.pot02(A, out, b)
-
-    failed = any(t_info_l) or any(r_info_l) or t_error is not None
-    sides = []
-    for name, out, info in (("torch", t_out, t_info_l), ("replay", r_out, r_info_l)):
+    def side(name, out, info):
         if out is None:
-            sides.append(Side(name, _RATIO[op], float("nan"), info, 0, None, None, t_error))
-            continue
-        rat = float("nan") if failed and op == "cholesky" else float(ratio(out))
-        sides.append(Side(name, _RATIO[op], rat, info, int(checks.nonfinite_count(out)),
-                          float(checks.asymmetry(out)) if op == "cholesky_inverse" else None,
-                          timings.get(name)))
-    ts, rs = sides
+            return Side(name, o.check_name, None, info, 0, None, None, t_error)
+        applies = compared and not inputs.factor_failed and not checks.nonfinite_count(out)
+        ratio = float(o.check(inputs, out, upper)) if applies and out.numel() else (
+            0.0 if applies else None)
+        asym = float(checks.asymmetry(out)) if o.hermitian_result else None
+        return Side(name, o.check_name, ratio, info, int(checks.nonfinite_count(out)), asym,
+                    timings.get(name))
+
+    ts, rs = side("torch", t_out, t_info_l), side("replay", r_out, r_info_l)
+    v = verdict(bitwise=bit, info_agree=info_agree, info_failed=info_failed,
+                torch_raised=t_error is not None, fails_on_info=o.fails_on_info,
+                factor_failed=inputs.factor_failed, nonfinite_alike=alike, nonfinite=nonfinite,
+                nan_mismatches=nan_mis or 0, rel_diff=rel if rel is not None else 0.0,
+                tolerance=30 * dt.lapack_eps * max(inputs.n, 1),
+                torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
+                replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)))
 
     if t_error is not None:
-        verdict = "failed-alike" if info_agree else "MISMATCH"
         notes.append(f"torch raised: {t_error}")
-    elif invalid_factor:
-        verdict = "bitwise-equal" if bit else (
-            "failed-alike" if nan_mis == 0 and rel <= 30 * dt.lapack_eps * n else "MISMATCH")
-    elif failed and op == "cholesky":
-        verdict = "failed-alike" if info_agree else "MISMATCH"
-        notes.append("factorization failed (info > 0): LAPACK leaves the factor's contents "
-                     "unspecified, so they are not compared — only info is")
-        if bit:
-            notes.append("the unspecified contents happen to be bitwise equal as well")
-    elif bit and info_agree:
-        verdict = "bitwise-equal"
-    elif info_agree and checks.passes(ts.ratio) and checks.passes(rs.ratio) and nan_mis == 0:
-        verdict = "within-tolerance"
-    else:
-        verdict = "MISMATCH"
-    if path.bitwise and not bit and verdict != "failed-alike" and device == "cuda":
+    notes += _failure_notes(o, inputs, t_info_l, r_info_l)
+    fnote = _factor_failure_note(inputs, upper)
+    if fnote:
+        notes.append(fnote)
+    if bit and not compared and t_error is None:
+        notes.append("the unspecified contents happen to be bitwise equal as well")
+    if path.bitwise and compared and not bit and device.type == "cuda":
         notes.append("the replay runs the same library routines as torch, yet the bits differ: "
                      "check that torch and the raw layer load the same libcusolver/libcublas")
     if path.note:
         notes.append(path.note)
     if ts.nonfinite or rs.nonfinite:
-        notes.append(f"non-finite output: torch {ts.nonfinite}, replay {rs.nonfinite} entries; "
-                     "cuSOLVER potrs reports nothing for a singular factor and potrf can return "
-                     "info = 0 on NaN input")
-        if device == "cuda":
-            notes.append(_torch_cpu_behaviour(op, x, b, upper))
-    if device == "cpu":
+        notes.append(f"non-finite output: torch {ts.nonfinite}, replay {rs.nonfinite} entries"
+                     + (" at the same places" if compared and alike else "")
+                     + "; cuSOLVER potrs reports nothing for a singular factor and potrf can "
+                     "return info = 0 on NaN input")
+    if inputs.n == 0 or inputs.batch == 0:
+        notes.append("empty input: both sides return empty results; no library routine was "
+                     "called by the replay")
+    if device.type == "cpu":
         notes.append("ran on the CPU: torch's CPU path (its bundled LAPACK) vs the replay through "
                      "scipy's LAPACK; no GPU was used")
-    if op == "cholesky":
-        notes.append("torch side: torch.linalg.cholesky_ex (the same kernels as linalg.cholesky, "
-                     "without the error check that synchronizes)")
-    if t_error is None and not invalid_factor and not checks.passes(ts.ratio) and not failed:
-        notes.append(f"torch's own {_RATIO[op]} ratio is {ts.ratio:.3g} (>= 30)")
+    for s in (ts, rs):
+        if s.timing is not None and s.timing.noisy:
+            notes.append(f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
+                         f"20 % of the median {s.timing.median_ms:.3g} ms")
+    if ts.ratio is not None and not checks.passes(ts.ratio):
+        notes.append(f"torch's own {o.check_name} ratio is {ts.ratio:.3g} (>= 30)")
 
-    spec = {"n": n, "batch": batch, "batch_shape": list(batch_shape),
-            "nrhs": None if b is None else int(b.shape[-1]), "dtype": dt.name, "upper": upper,
-            "device": str(A.device), "preferred": preferred or "default", "matrix": matrix,
-            "repeat": repeat if timing else 0, "warmup": warmup}
-    return Comparison(op, spec, path, verdict, bit, info_agree, max_abs, max_ulp, rel, nan_mis,
-                      ts, rs, notes, _provenance() if provenance else {})
+    spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
+            "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
+            "preferred": preferred or "default", "matrix": matrix, "seed": seed,
+            "repeat": repeat if timings else 0, "warmup": warmup,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return Comparison(o.name, spec, path, v, bit, info_agree, max_abs, max_ulp, rel, nan_mis,
+                      ts, rs, notes, _provenance() if provenance else {}, o.torch_name)

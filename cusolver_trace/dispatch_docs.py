@@ -15,26 +15,22 @@ import datetime
 import sys
 from pathlib import Path
 
-from .replay import OPS
+from . import ops as _ops
 
 
-def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=OPS):
-    import torch
-
+def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=None):
+    """(op, batch, preference, function, inputs, upper) for every replayable op of the registry
+    (or the names in ``ops``)."""
     from .matrices import spd
 
-    for op in ops:
+    for name in ops or _ops.names(replayable=True):
+        o = _ops.get(name)
+        o.require_replay()
         for b in (1, batch):
             for pref in ("default", "cusolver"):
                 A = spd(n, batch=() if b == 1 else (b,), dtype="float64", device=device, seed=1)
-                L = torch.linalg.cholesky(A)
-                B = A[..., :nrhs].clone()
-                if op == "cholesky":
-                    yield op, b, pref, torch.linalg.cholesky, (A,)
-                elif op == "cholesky_inverse":
-                    yield op, b, pref, torch.cholesky_inverse, (L,)
-                else:
-                    yield op, b, pref, torch.cholesky_solve, (B, L)
+                inputs = _ops.prepare_inputs(o, A, nrhs=nrhs, seed=1)
+                yield o, b, pref, inputs
 
 
 def _strip(text: str) -> str:
@@ -43,15 +39,15 @@ def _strip(text: str) -> str:
 
 
 def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs: int = 4,
-             device: str = "cuda", ops: tuple[str, ...] = OPS) -> Path:
+             device: str = "cuda", ops: tuple[str, ...] | None = None) -> Path:
     """Trace every case on ``device`` (``cuda:0``) and write the markdown page; returns its path.
 
-    ``ops``: a subset of ``OPS`` (each op is 4 traces of ~10 s on a GPU: two child
+    ``ops``: names of registered ops (default: every op with a replay; each op is 4 traces of
+    ~10 s on a GPU: two child
     processes each). ``device="cpu"`` only checks the page's assembly (no library
     calls are traced there)."""
     import torch
 
-    from .replay import preferred_library, torch_path
     from .tracing import trace
     from .versions import versions
 
@@ -72,12 +68,12 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
            "torch.profiler. "
            f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for cholesky_solve, "
            "lower triangle. How to read these: [reading-a-trace.md](reading-a-trace.md).", ""]
-    for op, b, pref, fn, args in _cases(n, batch, nrhs, device, ops):
-        p = torch_path(op, batch=b, n=n, nrhs=nrhs if op == "cholesky_solve" else None,
-                       preferred=pref, device="cpu" if device == "cpu" else "cuda")
-        with preferred_library(pref if device != "cpu" else None):
-            t = trace(fn, *args)
-        out += [f"## {op}, batch {b}, preferred_linalg_library = {pref}", "",
+    for o, b, pref, inputs in _cases(n, batch, nrhs, device, ops):
+        p = o.torch_path(batch=b, n=n, nrhs=inputs.nrhs, preferred=pref,
+                         device="cpu" if device == "cpu" else "cuda")
+        with _ops.preferred_library(pref if device != "cpu" else None):
+            t = trace(o.torch_call, inputs, False)
+        out += [f"## {o.name}, batch {b}, preferred_linalg_library = {pref}", "",
                 f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
                 "```text", _strip(t._render_text(width=250)), "```", ""]
     safe_gpu = gpu.replace("NVIDIA ", "").replace(" ", "-").lower()

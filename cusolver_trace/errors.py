@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularFactorError",
+    "NonFiniteError",
     "IllegalArgumentError",
     "LibraryStatusError",
     "CuSolverStatusError",
@@ -68,6 +69,22 @@ class SingularFactorError(np.linalg.LinAlgError):
             f"{self.index} is zero, the inversion could not be completed because the "
             f"input matrix is singular."
         )
+
+
+class NonFiniteError(np.linalg.LinAlgError):
+    """A factor or a result holds NaN or Inf where the routine reports nothing.
+
+    cuSOLVER's potrs and potri (and LAPACK's) say nothing about non-finite data;
+    the checked routines of cusolver-trace find it on the device and raise this.
+
+    Attributes: ``routine``, ``what`` (which operand is non-finite), ``batch_index``.
+    """
+
+    def __init__(self, routine: str, what: str, batch_index=None, batch_shape=None):
+        self.routine = routine
+        self.what = what
+        self.batch_index = None if batch_index is None else int(batch_index)
+        super().__init__(f"{routine}:{_batch_part(batch_index, batch_shape)} {what}")
 
 
 class IllegalArgumentError(ValueError):
@@ -149,3 +166,19 @@ class CuBlasStatusError(LibraryStatusError):
 
 class GPUUnavailableError(RuntimeError):
     """The CUDA backend cannot run here (no GPU, or CuPy / nvmath-python missing)."""
+
+
+class InputFileError(ValueError):
+    """A matrix file cannot be read or does not hold what the command needs.
+
+    Raised by :func:`cusolver_trace.matrices.from_file` (and ``--matrix file:PATH``)
+    for a file that is unreadable (a directory, permission denied, not gzip data,
+    truncated), malformed (a bad Matrix Market header, size line, entry count or
+    number; an ``.npy`` that NumPy cannot load) or of the wrong kind (not a square
+    matrix or a batch of them, an unsupported dtype, or a dtype other than the one
+    requested). The message is one line that starts with the file's path. A
+    ``ValueError``, so callers that catch bad input as ``ValueError`` keep working.
+    """
+
+
+__all__.append("InputFileError")

@@ -1,43 +1,52 @@
-"""Layer 2: array-level Cholesky routines on GPU (cuSOLVER) and CPU (LAPACK).
+"""Array routines: ``potrf``, ``potrs``, ``potri``, ``trtri`` and ``cholesky_inverse``.
 
-Every routine takes torch tensors (CUDA → cuSOLVER on the tensor's own device
-and torch's current stream, no host copies; CPU → ``scipy.linalg.lapack``),
-CuPy arrays (→ cuSOLVER, zero-copy via DLPack) or NumPy arrays (→ LAPACK) of
-shape ``(..., n, n)``, dtype float32, float64, complex64 or complex128, and
-returns the same kind. Inputs are never modified: each routine works on a
-column-major copy (LAPACK/cuSOLVER layout).
+One public entry point per operation. Every routine takes torch tensors (CUDA →
+cuSOLVER / cuBLAS on the tensor's own device and torch's current stream, no host
+copies; CPU → ``scipy.linalg.lapack``), CuPy arrays (→ cuSOLVER, zero-copy via
+DLPack) or NumPy arrays (→ LAPACK) of shape ``(..., n, n)``, dtype float32,
+float64, complex64 or complex128, and returns the same kind. Inputs are never
+modified (each routine works on a column-major copy, the LAPACK / cuSOLVER
+layout); ``requires_grad`` tensors are read through ``detach()`` and results do not
+track gradients.
 
-``info`` follows LAPACK/cuSOLVER: 0 = success, ``k > 0`` = the leading minor
-of order ``k`` is not positive definite (potrf) or diagonal element ``k`` of
-the factor is zero (potri, trtri), ``k < 0`` = argument ``-k`` was illegal.
-With ``check=True`` (default) a failure raises
+``info`` follows LAPACK / cuSOLVER: 0 = success, ``k > 0`` = the leading minor of
+order ``k`` is not positive definite (potrf) or diagonal element ``k`` of the
+factor is zero (potri, trtri), ``k < 0`` = argument ``-k`` was illegal. With
+``check=True`` (default) a failure raises
 :class:`~cusolver_trace.errors.NotPositiveDefiniteError` /
-:class:`~cusolver_trace.errors.SingularFactorError` (both
-``numpy.linalg.LinAlgError``) naming the order and batch element; this reads
-``info`` on the host and so synchronizes, as torch does. ``check=False``
-returns ``info`` instead and does not synchronize.
+:class:`~cusolver_trace.errors.SingularFactorError` /
+:class:`~cusolver_trace.errors.NonFiniteError` (all ``numpy.linalg.LinAlgError``)
+naming the order and batch element. Checks move O(batch) integers to the host
+with one synchronization per call, as torch's do; ``check=False`` returns
+without synchronizing.
+
+The inverse from the factor has several methods, all in one table,
+:data:`INVERSE_METHODS` (name → CUDA and CPU implementation, GPU-only or not,
+flop count, routine); ``method="auto"`` picks one by shape from
+:data:`AUTO_TABLE`, resolved once per call by :func:`inverse_method`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-from . import _lapack_impl as _cpu
+from .backends import cpu as _cpu
 from ._arrays import Operand, as_numpy, operand, require_square, same_backend, wrap
-from .errors import IllegalArgumentError, NotPositiveDefiniteError, SingularFactorError
+from ._dtypes import dtype_info
+from .errors import (IllegalArgumentError, NonFiniteError, NotPositiveDefiniteError,
+                     SingularFactorError)
 
-__all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "INVERSE_METHODS"]
-
-#: ``cholesky_inverse`` methods: ``"potrs"`` (torch's CUDA path: potrs on the
-#: identity), ``"potri"`` (LAPACK/cuSOLVER potri + mirror: torch's CPU path),
-#: ``"trsm"`` (two cuBLAS triangular solves on the identity; torch >= 2.12 for
-#: batch > 1) and ``"trsm_batched"`` (the same through ``trsmBatched``).
-INVERSE_METHODS = ("potrs", "potri", "trsm", "trsm_batched")
+__all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method",
+           "resolve_method", "raise_for_info", "INVERSE_METHODS", "InverseMethod",
+           "AUTO_TABLE", "AutoRule", "METHOD_NAMES"]
 
 
 def _cuda():
-    from . import _cuda_impl
+    from .backends import cuda
 
-    return _cuda_impl
+    return cuda
 
 
 def _routine(dt, base: str, on_gpu: bool, api: str = "legacy") -> str:
@@ -61,10 +70,30 @@ def _info_host(info) -> np.ndarray:
 def raise_for_info(routine: str, info, batch_shape, positive=NotPositiveDefiniteError) -> None:
     """The one place ``info`` is checked: raise for the first failing batch element.
 
-    ``info < 0`` → :class:`IllegalArgumentError`; ``info > 0`` → ``positive``
-    (:class:`NotPositiveDefiniteError` or :class:`SingularFactorError`). Batch
-    elements are numbered in C order over the batch dimensions, as in torch's
-    messages; an unbatched ``(n, n)`` input gets no batch number.
+    Parameters
+    ----------
+    routine : str
+        The routine to name in the message (``"cusolverDnXpotrf"``).
+    info : array or tensor of the batch shape, int
+        LAPACK / cuSOLVER ``info`` per matrix (copied to the host: one synchronization).
+    batch_shape : tuple of int
+        Batch elements are numbered in C order over these dimensions, as in torch's
+        messages; an unbatched ``(n, n)`` input (``()``) gets no batch number.
+    positive : exception class
+        Raised for ``info > 0``: :class:`NotPositiveDefiniteError` (potrf) or
+        :class:`SingularFactorError` (potri, trtri).
+
+    Raises
+    ------
+    IllegalArgumentError
+        ``info < 0``.
+    NotPositiveDefiniteError, SingularFactorError
+        ``info > 0`` (the class given as ``positive``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> raise_for_info("LAPACK dpotrf", np.zeros(3, np.int32), (3,))   # nothing to raise
     """
     flat = _info_host(info).reshape(-1)
     bad = np.flatnonzero(flat)
@@ -107,17 +136,18 @@ def _flag_nonfinite_pivots(l, info):
 
 
 def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
-    """Cholesky factorization A = L·Lᴴ (or Uᴴ·U), like LAPACK/cuSOLVER ``?potrf``.
+    """Cholesky factorization A = L·Lᴴ (or Uᴴ·U), like LAPACK / cuSOLVER ``?potrf``.
 
     Parameters
     ----------
     A : array (..., n, n)
         Hermitian positive definite; only the lower (``upper=False``) or upper
-        triangle is read. float32, float64, complex64, complex128.
+        triangle is read. float32, float64, complex64, complex128; torch (CUDA or
+        CPU), CuPy or NumPy.
     upper : bool
         Factor the upper triangle (``uplo = CUBLAS_FILL_MODE_UPPER``).
     check : bool
-        Raise on ``info != 0`` (synchronizes); ``False`` returns info.
+        Raise on ``info != 0`` (one synchronization); ``False`` returns info.
     api : {"auto", "X", "legacy", "batched"}
         GPU entry point: ``"auto"`` = torch's choice (``cusolverDnXpotrf`` for
         batch 1, ``cusolverDn<t>potrfBatched`` for batch > 1), ``"X"`` = 64-bit
@@ -131,16 +161,32 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
         column-major strides, like ``torch.linalg.cholesky``.
     info : int32 array of the batch shape ``(...)``
         0, or the order of the first leading minor that is not positive
-        definite (non-finite pivots count as failures, as in LAPACK).
+        definite (non-finite pivots count as failures, as in Reference LAPACK).
 
     Raises
     ------
-    NotPositiveDefiniteError  (``numpy.linalg.LinAlgError``) with ``check=True``
-    ValueError  A is not square, fewer than 2 dimensions, unknown ``api``
-    TypeError   unsupported dtype or array type
+    NotPositiveDefiniteError
+        (``numpy.linalg.LinAlgError``) with ``check=True``, naming the minor and
+        the batch element.
+    ValueError
+        A is not square, has fewer than 2 dimensions, or ``api`` is unknown.
+    TypeError
+        Unsupported dtype or array type.
+    GPUUnavailableError
+        A CUDA input, but CuPy / nvmath-python are missing.
 
     Mirrors ``torch.linalg.cholesky`` / ``torch.linalg.cholesky_ex`` (torch
     2.3 – 2.14 CUDA and CPU paths).
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> L, info = ct.potrf(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    >>> L
+    array([[2.        , 0.        ],
+           [1.        , 1.41421356]])
+    >>> int(info)
+    0
     """
     a = operand(A, "A")
     n = require_square(a, "A")
@@ -190,24 +236,36 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
     ----------
     L : array (..., n, n)
         Factor from :func:`potrf`; only its lower (or ``upper``) triangle is read.
-    B : array (..., n, k)
+    B : array (..., n, nrhs)
         Right-hand sides; batch dimensions broadcast against L's.
+    upper : bool
+        L holds U with A = Uᴴ·U.
     api : {"X", "legacy", "batched"}
         GPU entry point: ``cusolverDnXpotrs`` per matrix (torch's path),
         ``cusolverDn<t>potrs`` per matrix, or one ``cusolverDn<t>potrsBatched``
-        (``k == 1`` only).
+        (``nrhs == 1`` only).
 
     Returns
     -------
-    X : array (..., n, k), same kind as B.
+    X : array (..., n, nrhs), same kind, dtype and device as B.
 
     Raises
     ------
-    ValueError  shapes do not match / broadcast, L and B on different devices
-    TypeError   unsupported or mismatched dtypes
+    ValueError
+        Shapes do not match / broadcast, L and B on different devices, unknown api.
+    TypeError
+        Unsupported or mismatched dtypes.
 
-    potrs reports illegal arguments only: a singular factor yields inf/nan
+    potrs reports illegal arguments only: a singular factor yields inf / nan
     silently, as in cuSOLVER and LAPACK. Mirrors ``torch.cholesky_solve(B, L)``.
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> L, _ = ct.potrf(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    >>> ct.potrs(L, np.array([[6.0], [5.0]]))
+    array([[1.],
+           [1.]])
     """
     c, b, n, batch_shape = _solve_operands(L, B)
     if api not in ("X", "legacy", "batched"):
@@ -224,9 +282,9 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
     return wrap(x, b)
 
 
-def _factor_operand(L):
-    c = operand(L, "L")
-    n = require_square(c, "L")
+def _factor_operand(L, name="L"):
+    c = operand(L, name)
+    n = require_square(c, name)
     return c, n, int(np.prod(c.batch_shape, dtype=np.int64))
 
 
@@ -234,21 +292,37 @@ def potri(L, upper: bool = False, *, check: bool = True):
     """Inverse of A = L·Lᴴ from its Cholesky factor, like ``?potri``, as a full Hermitian matrix.
 
     ``?potri`` writes one triangle of A⁻¹; the other is filled by mirroring
-    (exactly Hermitian, like torch's CPU ``cholesky_inverse``).
+    (exactly Hermitian, like torch's CPU ``cholesky_inverse``). The same as
+    ``cholesky_inverse(L, upper, method="potri", check=check)``.
 
     Parameters
     ----------
-    L : array (..., n, n)   factor; only the lower (or ``upper``) triangle is read.
+    L : array (..., n, n)
+        The factor; only the lower (or ``upper``) triangle is read.
+    upper : bool
+        L holds U with A = Uᴴ·U.
+    check : bool
+        See :func:`cholesky_inverse`.
 
     Returns
     -------
-    Ainv : array (..., n, n), same kind as L.
+    Ainv : array (..., n, n), same kind, dtype and device as L.
 
     Raises
     ------
-    SingularFactorError  (``LinAlgError``) a diagonal element of L is zero (``check=True``).
+    SingularFactorError
+        (``LinAlgError``) a diagonal element of L is zero (``check=True``).
+    NonFiniteError
+        (``LinAlgError``) L's triangle holds NaN / Inf (``check=True``).
 
     GPU: ``cusolverDn<t>potri`` (nvmath binding); CPU: LAPACK ``?potri``.
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> ct.potri(np.array([[2.0, 0.0], [1.0, 1.0]]))
+    array([[ 0.5, -0.5],
+           [-0.5,  1. ]])
     """
     return cholesky_inverse(L, upper, method="potri", check=check)
 
@@ -258,18 +332,33 @@ def trtri(T, upper: bool = False, *, unit_diagonal: bool = False, check: bool = 
 
     Parameters
     ----------
-    T : array (..., n, n); only the lower (or ``upper``) triangle is read.
-    unit_diagonal : bool   assume a unit diagonal (``diag = CUBLAS_DIAG_UNIT``).
+    T : array (..., n, n)
+        Only the lower (or ``upper``) triangle is read; with ``unit_diagonal`` the
+        diagonal is not read either and taken as ones.
+    upper : bool
+        Invert the upper triangle.
+    unit_diagonal : bool
+        Assume a unit diagonal (``diag = CUBLAS_DIAG_UNIT``); the result's diagonal is 1.
+    check : bool
+        Raise when a diagonal element is exactly zero (one synchronization).
 
     Returns
     -------
-    Tinv : array (..., n, n), triangular (the other triangle zero).
+    Tinv : array (..., n, n), same kind as T; triangular (the other triangle zero).
 
     Raises
     ------
-    SingularFactorError  a diagonal element is exactly zero (``check=True``).
+    SingularFactorError
+        A diagonal element is exactly zero (``check=True``).
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> ct.trtri(np.array([[4.0, 0.0], [2.0, 3.0]]), unit_diagonal=True)
+    array([[ 1.,  0.],
+           [-2.,  1.]])
     """
-    c, n, batch = _factor_operand(T)
+    c, n, batch = _factor_operand(T, "T")
     if n == 0 or batch == 0:
         return _empty_result(c, c.shape, c.batch_shape)[0]
     if c.on_gpu:
@@ -283,29 +372,262 @@ def trtri(T, upper: bool = False, *, unit_diagonal: bool = False, check: bool = 
     return wrap(x, c)
 
 
-def _host_bool(x) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else x.cpu().numpy()
+# --------------------------------------------------------------------------- the method table
+def _torch_cuda(c, upper):
+    import torch
+
+    return torch.cholesky_inverse(c, upper=upper), None
 
 
-def _check_inverse(routine, x, factor, batch_shape):
-    """Solve-based inverses report nothing: flag a zero pivot of the factor
-    (as :class:`SingularFactorError`, like potri) or non-finite output ourselves."""
-    if isinstance(factor, np.ndarray):
-        diag, finite = np.diagonal(factor, axis1=-2, axis2=-1), np.isfinite(x)
-    else:
+def _torch_cpu(c, upper):
+    import torch
+
+    return torch.cholesky_inverse(torch.from_numpy(np.ascontiguousarray(c)), upper=upper).numpy(), None
+
+
+def _reference_plans(recursive: bool):
+    """CPU implementation of the trtri_lauum methods: the same plans, run with torch ops
+    (:func:`cusolver_trace.plans.run_plan_reference`; for checking the plans, not speed)."""
+    def run(c, upper):
         import torch
 
-        diag, finite = factor.diagonal(dim1=-2, dim2=-1), torch.isfinite(x)
-    n = factor.shape[-1]
-    zero = _host_bool(diag == 0).reshape(-1, n)
-    info = np.where(zero.any(axis=-1), zero.argmax(axis=-1) + 1, 0)
-    raise_for_info(routine, info, batch_shape, SingularFactorError)
-    bad = np.flatnonzero(~_host_bool(finite).reshape(zero.shape[0], -1).all(axis=-1))
+        from .plans import Call, lauum_plan, run_plan_reference, trtri_plan
+
+        n = c.shape[-1]
+        uplo = "U" if upper else "L"
+        # column-major working copy: each (n, n) block of w is one matrix, stored column by column
+        w = torch.from_numpy(np.ascontiguousarray(np.swapaxes(c, -1, -2)).reshape(-1, n, n).copy())
+        inv = trtri_plan(n, upper) if recursive else [Call("trtri", uplo, n, n, (0, 0))]
+        mul = lauum_plan(n, upper, dtype=c.dtype)
+        flat = w.reshape(-1)
+        for b in range(w.shape[0]):
+            run_plan_reference(inv, flat, n, b * n * n)
+            run_plan_reference(mul, flat, n, b * n * n)
+        x = np.swapaxes(w.numpy(), -1, -2).reshape(c.shape)
+        return _cpu.hermitian_from_triangle(x, upper), None
+    return run
+
+
+@dataclass(frozen=True)
+class InverseMethod:
+    """One way of computing A⁻¹ from A's Cholesky factor (a row of :data:`INVERSE_METHODS`).
+
+    Attributes
+    ----------
+    name : str
+    summary : str
+        What runs, in the field's terms.
+    cuda : callable or None
+        ``(L: CUDA tensor (..., n, n), upper) -> (Ainv, info or None)``, no checks, no sync.
+    cpu : callable or None
+        ``(L: ndarray (..., n, n), upper) -> (Ainv, info or None)``; None: GPU-only.
+    flop_count : str
+        The LAWN 41 count of the algorithm's work (:func:`cusolver_trace.checks.flops`).
+    cpu_flop_count : str
+        The same for the CPU implementation.
+    routine : str
+        The routine named in errors (``{T}`` = type letter); ``cpu_routine`` on the CPU.
+    """
+
+    name: str
+    summary: str
+    cuda: Callable | None
+    cpu: Callable | None
+    flop_count: str
+    routine: str
+    cpu_routine: str = ""
+    cpu_flop_count: str = ""
+
+    @property
+    def gpu_only(self) -> bool:
+        """True when the method has no CPU implementation."""
+        return self.cpu is None
+
+    def routine_name(self, dtype, on_gpu: bool) -> str:
+        """The routine to name in errors for ``dtype`` on the GPU or the CPU."""
+        p = dtype_info(dtype).prefix
+        return (self.routine if on_gpu else self.cpu_routine or self.routine).format(
+            T=p.upper(), t=p)
+
+    def flops_name(self, on_gpu: bool) -> str:
+        """The flop count of the implementation that runs on the GPU or the CPU."""
+        return self.flop_count if on_gpu else self.cpu_flop_count or self.flop_count
+
+
+def _cu(name, *args, **kw):
+    def run(c, upper):
+        return getattr(_cuda(), name)(c, upper, *args, **kw)
+    return run
+
+
+INVERSE_METHODS: dict[str, InverseMethod] = {m.name: m for m in (
+    InverseMethod("potrs", "cusolverDnXpotrs on the identity (torch's CUDA path for batch 1)",
+                  _cu("potrs_identity", "X"), _cpu.potrs_identity, "inverse_potrs",
+                  "cusolverDnXpotrs", "LAPACK {t}potrs"),
+    InverseMethod("potri", "cusolverDn<t>potri + mirror of the triangle (torch's CPU path)",
+                  _cu("potri"), _cpu.potri, "potri", "cusolverDn{T}potri", "LAPACK {t}potri"),
+    InverseMethod("trsm", "two cublas<t>trsm on the identity per matrix (torch >= 2.12, batch <= 8)",
+                  _cu("trsm_identity_inverse", batched=False), None, "inverse_potrs",
+                  "cublas{T}trsm"),
+    InverseMethod("trsm_batched", "two cublas<t>trsmBatched on the identity, whole batch at once",
+                  _cu("trsm_identity_inverse", batched=True), None, "inverse_potrs",
+                  "cublas{T}trsmBatched"),
+    InverseMethod("trtri_lauum", "cusolverDnXtrtri, then a recursive blocked lauum "
+                  "(syrk/herk, trmm, gemm; cusolverDn<t>lauum on diagonal blocks)",
+                  _cu("trtri_lauum", recursive=False), _reference_plans(False), "potri",
+                  "cusolverDnXtrtri", "trtri_lauum plan (torch reference executor)"),
+    InverseMethod("rec_trtri_lauum", "recursive trtri (cublas<t>trmm; trsm on diagonal blocks), "
+                  "then the recursive blocked lauum",
+                  _cu("trtri_lauum", recursive=True), _reference_plans(True), "potri",
+                  "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)",
+                  "rec_trtri_lauum plan (torch reference executor)"),
+    InverseMethod("torch", "torch.cholesky_inverse itself (what auto falls back to)",
+                  _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
+                  "torch.cholesky_inverse", "potri"),
+)}
+"""The one method table of :func:`cholesky_inverse`: name → :class:`InverseMethod`."""
+
+METHOD_NAMES = (*INVERSE_METHODS, "auto")
+"""Every ``method=`` value :func:`cholesky_inverse` accepts."""
+
+
+@dataclass(frozen=True)
+class AutoRule:
+    """One row of :data:`AUTO_TABLE`: the conditions (all must hold; bounds inclusive,
+    None = any) and the method they pick."""
+
+    method: str
+    device: str | None = None
+    batch_min: int = 0
+    batch_max: int | None = None
+    n_min: int = 0
+    n_max: int | None = None
+    dtypes: tuple | None = None
+
+    def matches(self, n: int, batch: int, dtype: str, device: str) -> bool:
+        """Whether the rule holds for ``batch`` matrices of order ``n``."""
+        return ((self.device is None or self.device == device)
+                and self.batch_min <= batch and (self.batch_max is None or batch <= self.batch_max)
+                and self.n_min <= n and (self.n_max is None or n <= self.n_max)
+                and (self.dtypes is None or dtype in self.dtypes))
+
+
+#: Which method ``"auto"`` picks: rules tried in order, the first whose conditions all hold
+#: wins. Source: CUDA-event medians on an NVIDIA H200, torch 2.11.0+cu130, cuSOLVER 12.0.4 /
+#: cuBLAS 13.1 (`cusolver-trace sweep`); time relative to torch.cholesky_inverse (< 1 =
+#: faster), rec_trtri_lauum: float64 1.03 / 0.85 / 0.70 / 0.49 (n = 4096 / 6144 / 8192 /
+#: 16384); float32 0.84 / 0.66 / 0.58 (6144 / 8192 / 12288); complex64 0.77 / 0.61 (4096 /
+#: 6144); complex128 0.60 (6144). trsm_batched at n = 512: 0.46–0.86 (batch 8 – 1000); at
+#: n <= 128 torch's MAGMA path beats the Python-driven raw path (host-bound). Shapes not
+#: measured fall through to torch. Update these rows from `cusolver-trace sweep`.
+AUTO_TABLE: dict[str, AutoRule] = {
+    "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
+    "batches of 512 x 512": AutoRule("trsm_batched", device="cuda", batch_min=2, n_min=512,
+                                     n_max=512),
+    "one large complex matrix": AutoRule("rec_trtri_lauum", device="cuda", batch_max=1,
+                                         n_min=4096, dtypes=("complex64", "complex128")),
+    "one large matrix": AutoRule("rec_trtri_lauum", device="cuda", batch_max=1, n_min=6144),
+    "otherwise: torch's own choice": AutoRule("torch"),
+}
+
+
+def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device="cuda") -> str:
+    """The method that runs for ``method`` on ``batch`` matrices of order ``n``.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`METHOD_NAMES`; ``"auto"`` is resolved by the first matching rule
+        of :data:`AUTO_TABLE`, any other name is returned as it is.
+    n, batch : int
+        Matrix order and number of matrices.
+    dtype : str or dtype
+        float32, float64, complex64, complex128.
+    device : str
+        ``"cuda"`` / ``"cpu"`` (or a device string such as ``"cuda:1"``).
+
+    Returns
+    -------
+    str
+        A key of :data:`INVERSE_METHODS`.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, or a GPU-only method on the CPU.
+    LookupError
+        :data:`AUTO_TABLE` has no rule for the shape.
+
+    Examples
+    --------
+    >>> resolve_method("auto", 16384, 1, "float64", "cuda")
+    'rec_trtri_lauum'
+    >>> resolve_method("auto", 512, 1, "float64", "cpu")
+    'potri'
+    """
+    dev = str(device).split(":")[0]
+    if method not in METHOD_NAMES:
+        raise ValueError(f"method must be one of {', '.join(METHOD_NAMES)}, got {method!r}")
+    if method == "auto":
+        name = dtype_info(dtype).name
+        for rule in AUTO_TABLE.values():
+            if rule.matches(n, batch, name, dev):
+                method = rule.method
+                break
+        else:
+            raise LookupError(f"AUTO_TABLE has no rule for n={n} batch={batch} {name} on {dev}")
+    if dev != "cuda" and INVERSE_METHODS[method].gpu_only:
+        raise ValueError(f"method {method!r} runs cuBLAS and needs a CUDA input")
+    return method
+
+
+def inverse_method(L, method: str = "auto") -> str:
+    """The method :func:`cholesky_inverse` runs for ``L`` and ``method`` (``auto`` resolved).
+
+    Parameters
+    ----------
+    L : array (..., n, n)
+        The factor (only its shape, dtype and device are used).
+    method : str
+        One of :data:`METHOD_NAMES`.
+
+    Returns
+    -------
+    str
+        A key of :data:`INVERSE_METHODS`; reports and benchmarks name it.
+
+    Raises
+    ------
+    ValueError, TypeError, LookupError
+        As :func:`resolve_method`, and for a non-square or unsupported L.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inverse_method(np.eye(3), "auto")
+    'potri'
+    """
+    c, n, batch = _factor_operand(L)
+    return resolve_method(method, n, batch, c.dtype.name, "cuda" if c.on_gpu else "cpu")
+
+
+def _raise_for_status(routine: str, acc, n: int, batch_shape, upper: bool) -> None:
+    """Decode the per-matrix check record of ``backends.*.inverse_status`` (on the host)
+    and raise for the first failing batch element."""
+    acc = np.asarray(acc).reshape(-1, 3)
+    zero = np.where(acc[:, 0] > 0, n - acc[:, 0] + 1, 0)
+    info = acc[:, 2]
+    code = np.where(info != 0, info, zero)
+    raise_for_info(routine, code.reshape(batch_shape), batch_shape, SingularFactorError)
+    bad = np.flatnonzero(acc[:, 1])
     if bad.size:
-        where = f" (Batch element {bad[0]}):" if len(batch_shape) else ""
-        raise np.linalg.LinAlgError(
-            f"{routine}:{where} the inverse has non-finite entries although the factor's "
-            "diagonal has no zero (non-finite factor entries or overflow)")
+        i = int(bad[0])
+        where = i if batch_shape else None
+        what = ("the factor's " + ("upper" if upper else "lower") + " triangle has non-finite "
+                "entries") if acc[i, 1] & 1 else (
+            "the inverse has non-finite entries although the factor is finite with no zero on "
+            "its diagonal (overflow)")
+        raise NonFiniteError(routine, what, where, tuple(batch_shape))
 
 
 def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bool = True):
@@ -314,54 +636,81 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
     Parameters
     ----------
     L : array (..., n, n)
-        Factor; only the lower (or ``upper``) triangle is read.
-    method : {"potrs", "potri", "trsm", "trsm_batched"}
-        ``"potrs"``: potrs with an identity right-hand side — torch's CUDA path
-        (``cusolverDnXpotrs``, nrhs = n; on the CPU LAPACK ``?potrs``); the
-        result is not exactly Hermitian. ``"potri"``: ``?potri`` + mirror —
-        torch's CPU path; exactly Hermitian. ``"trsm"`` / ``"trsm_batched"``
-        (GPU only): two cuBLAS ``trsm`` / ``trsmBatched`` solves on the identity
-        — torch >= 2.12 for batch > 1.
+        The factor (e.g. from :func:`potrf` or ``torch.linalg.cholesky``); only its
+        lower (or ``upper``) triangle is read. float32, float64, complex64,
+        complex128; torch (CUDA or CPU), CuPy or NumPy.
+    upper : bool
+        L holds U with A = Uᴴ·U (``uplo = upper``).
+    method : str
+        A key of :data:`INVERSE_METHODS` or ``"auto"``:
+
+        * ``"potrs"`` (default) — ``cusolverDnXpotrs`` on the identity, torch's
+          CUDA path (LAPACK ``?potrs`` on the CPU); not exactly Hermitian.
+        * ``"potri"`` — ``?potri`` + mirror, torch's CPU path; exactly Hermitian.
+        * ``"trsm"`` / ``"trsm_batched"`` (GPU only) — two cuBLAS ``trsm`` /
+          ``trsmBatched`` solves on the identity (torch >= 2.12 for batch > 1).
+        * ``"trtri_lauum"`` / ``"rec_trtri_lauum"`` — ``trtri`` then ``lauum`` as
+          recursive blocked plans (:mod:`cusolver_trace.plans`) whose flops run in
+          GEMM-class cuBLAS kernels: the potri amount of work (2n³/3) instead of
+          potrs's 2n³. On the CPU the same plans run with torch ops (for checking).
+        * ``"torch"`` — ``torch.cholesky_inverse`` itself.
+        * ``"auto"`` — by shape from :data:`AUTO_TABLE`; :func:`inverse_method`
+          says which method that is.
     check : bool
-        Raise :class:`SingularFactorError` when a diagonal element of the factor
-        is zero (potri's ``info``; for the solve-based methods, which report
-        nothing, it is detected from the factor's diagonal and non-finite output).
-        With ``check=False`` nothing is inspected and a singular factor gives
-        whatever the routine leaves: inf/nan for the solve-based methods, a
-        partial (e.g. zero) result for potri — check the factor's diagonal first.
+        Raise when the factor has an exact zero on its diagonal, when its triangle
+        holds NaN / Inf, or when the result has non-finite entries (one kernel and
+        one synchronization moving 3 int32 per matrix to the host). ``False``:
+        nothing is inspected or synchronized, and a bad factor gives whatever the
+        routine leaves (inf / nan for the solve-based methods, a partial result for
+        potri).
 
     Returns
     -------
     Ainv : array (..., n, n), same kind, dtype and device as L.
 
+    Raises
+    ------
+    SingularFactorError
+        (``LinAlgError``) a diagonal element of the factor is zero (``check=True``).
+    NonFiniteError
+        (``LinAlgError``) non-finite factor or result (``check=True``).
+    ValueError
+        Unknown method, a GPU-only method on a CPU input, non-square L.
+    TypeError
+        Unsupported dtype or array type.
+    GPUUnavailableError
+        A CUDA input, but CuPy / nvmath-python are missing.
+
     Mirrors ``torch.cholesky_inverse`` (CUDA and CPU paths, torch 2.3 – 2.14).
+    Work (LAWN 41 real flops, complex ×4): potrs / trsm 2n³; potri and the
+    trtri_lauum methods 2n³/3.
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])          # A = L·Lᵀ = [[4, 2], [2, 2]]
+    >>> ct.cholesky_inverse(L)
+    array([[ 0.5, -0.5],
+           [-0.5,  1. ]])
+    >>> ct.cholesky_inverse(L, method="rec_trtri_lauum")
+    array([[ 0.5, -0.5],
+           [-0.5,  1. ]])
     """
-    if method not in INVERSE_METHODS:
-        raise ValueError(f"method must be one of {INVERSE_METHODS}, got {method!r}")
     c, n, batch = _factor_operand(L)
+    used = resolve_method(method, n, batch, c.dtype.name, "cuda" if c.on_gpu else "cpu")
     batch_shape = c.batch_shape
     if n == 0 or batch == 0:
         return _empty_result(c, c.shape, batch_shape)[0]
+    m = INVERSE_METHODS[used]
     if c.on_gpu:
-        cu = _cuda()
-        if method == "potrs":
-            x, info = cu.potrs_identity(c.data, upper)
-            routine = "cusolverDnXpotrs"
-        elif method == "potri":
-            x, info = cu.potri(c.data, upper)
-            routine = _routine(c.dtype, "potri", True)
-        else:
-            x, info = cu.trsm_identity_inverse(c.data, upper, method == "trsm_batched")
-            routine = f"cublas{c.dtype.prefix.upper()}trsm" + ("Batched" if method == "trsm_batched" else "")
-        factor = c.data
+        x, info = m.cuda(c.data, upper)
+        if check:
+            acc = _cuda().inverse_status(c.data, x, upper, info).cpu().numpy()
     else:
-        if method.startswith("trsm"):
-            raise ValueError(f"method {method!r} runs cuBLAS and needs a CUDA input")
         factor = as_numpy(c)
-        fn = _cpu.potri if method == "potri" else _cpu.potrs_identity
-        x, info = fn(factor, upper)
-        routine = _routine(c.dtype, method, False)
+        x, info = m.cpu(factor, upper)
+        if check:
+            acc = _cpu.inverse_status(factor, x, upper, info)
     if check:
-        raise_for_info(routine, info.reshape(batch_shape), batch_shape, SingularFactorError)
-        _check_inverse(routine, x, factor, batch_shape)
+        _raise_for_status(m.routine_name(c.dtype.name, c.on_gpu), acc, n, batch_shape, upper)
     return wrap(x, c)

@@ -14,7 +14,10 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Timing", "time_calls", "l2_flush_buffer"]
+__all__ = ["Timing", "time_calls", "l2_flush_buffer", "NOISY_IQR"]
+
+NOISY_IQR = 0.20
+"""A timing whose IQR exceeds this fraction of its median is flagged noisy."""
 
 
 @dataclass
@@ -39,6 +42,11 @@ class Timing:
     def iqr_ms(self) -> float:
         return self.q3_ms - self.q1_ms
 
+    @property
+    def noisy(self) -> bool:
+        """The IQR exceeds 20 % of the median: the figure should not be trusted alone."""
+        return self.iqr_ms > NOISY_IQR * self.median_ms
+
     @classmethod
     def from_samples(cls, samples, clock):
         s = sorted(samples)
@@ -51,6 +59,7 @@ class Timing:
     def to_dict(self, samples: bool = False) -> dict:
         d = asdict(self)
         d["iqr_ms"] = self.iqr_ms
+        d["noisy"] = self.noisy
         if not samples:
             d.pop("samples_ms")
         return d
@@ -86,6 +95,9 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
     """
     import torch
 
+    if int(repeat) < 1 or int(warmup) < 0:
+        raise ValueError(f"time_calls needs repeat >= 1 and warmup >= 0, got repeat={repeat} "
+                         f"warmup={warmup}")
     on_cuda = device is not None and torch.device(device).type == "cuda"
     for _ in range(warmup):
         for fn in fns.values():

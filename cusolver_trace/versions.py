@@ -62,9 +62,9 @@ def _gpu_facts(torch) -> dict:
                                "memory_GiB": round(p.total_memory / 2**30, 1),
                                "multiprocessors": p.multi_processor_count})
     try:
-        from .raw import _load
+        import cupy
 
-        v = _load.cupy().cuda.runtime.driverGetVersion()
+        v = cupy.cuda.runtime.driverGetVersion()
         out["driver_cuda_version"] = f"{v // 1000}.{(v % 1000) // 10}"
     except Exception as exc:  # CuPy missing: say so, do not fail
         out["driver_cuda_version"] = f"unknown ({type(exc).__name__})"
@@ -89,16 +89,9 @@ def _library_versions(torch) -> dict:
     torch.cholesky_inverse(a)
     torch.cuda.synchronize()
     try:
-        from . import routines
-        from ._gpu import on_device
-        from .raw import cublas, cusolver
+        from .backends import cuda
 
-        routines.potrf(a)
-        major, minor, patch = (cusolver.getProperty(k) for k in (0, 1, 2))
-        out["cusolver"] = {"version": f"{major}.{minor}.{patch}", "cusolverGetVersion": cusolver.getVersion()}
-        with on_device(a.device) as ctx:
-            v = cublas.getVersion(ctx.blas)
-        out["cublas"] = {"version": f"{v // 10000}.{(v % 10000) // 100}.{v % 100}", "cublasGetVersion": v}
+        out.update(cuda.library_versions(a.device))
         out["raw_layer"] = "ok"
     except Exception as exc:
         out["raw_layer"] = f"unavailable: {exc}"

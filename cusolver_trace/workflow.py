@@ -119,24 +119,26 @@ def run_workflow(devices=None, *, n: int = 4096, dtype: str = "float64", seed: i
     return run_on_devices(build, devices, repeat=repeat, warmup=warmup)
 
 
-def run_op(op: str, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
+def run_op(op, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
            dtype: str = "float64", upper: bool = False, seed: int = 0, repeat: int = 10,
            warmup: int = 3) -> list[DeviceRun]:
-    """Like :func:`run_workflow` for one op: torch's function vs :func:`replay.replay`."""
-    import torch
+    """Like :func:`run_workflow` for one registered op: torch's call vs its replay.
 
-    from .compare import _torch_call
-    from .replay import replay
+    Raises
+    ------
+    cusolver_trace.ops.OpError
+        Unknown op, or one without a replay.
+    """
+    from . import ops
 
+    o = ops.get(op)
+    o.require_replay()
     A_host = spd(n, batch=() if batch == 1 else (batch,), cond=1e3, dtype=dtype, seed=seed)
-    B_host = A_host[..., :nrhs].clone()
 
     def build(dev):
-        A = A_host.to(dev)
-        x = A if op == "cholesky" else torch.linalg.cholesky(A, upper=upper)
-        b = B_host.to(dev) if op == "cholesky_solve" else None
-        return ((lambda: _torch_call(op, x, b, upper)[0]),
-                (lambda: replay(op, x, b, upper=upper)[0]))
+        inputs = ops.prepare_inputs(o, A_host.to(dev), upper=upper, nrhs=nrhs, seed=seed)
+        return ((lambda: o.torch_call(inputs, upper)[0]),
+                (lambda: o.run_replay(inputs, upper)[0]))
 
     return run_on_devices(build, devices, repeat=repeat, warmup=warmup)
 

@@ -4,15 +4,27 @@
     cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all] [--no-fold]
 
 Running a program prints its own output, then the call tree; the exit status
-is passed through (128 + N when the program was killed by signal N).
+is passed through (128 + N when the program was killed by signal N; 127 when
+the program is not found, 126 when it cannot be executed).
+
+Otherwise: 0 done, 2 bad usage or bad input (a missing, unreadable or non-text
+log, an output path in a missing folder ...: one line on stderr, no
+traceback), 3 an internal error (a bug: the traceback is shown), 130
+interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import traceback
 from typing import Sequence
 
-__all__ = ["register", "run", "main", "build_parser"]
+__all__ = ["register", "run", "main", "build_parser", "positive_seconds",
+           "EXIT_OK", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_INTERRUPTED"]
+
+EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 _DESCRIPTION = (
     "Trace the cuSOLVER and cuBLAS API calls a program makes (the libraries' own loggers, "
@@ -26,6 +38,33 @@ _EPILOG = (
     "  cusolver-trace trace --json - -- python3 script.py | jq .   # JSON alone on stdout\n"
     "  cusolver-trace trace --from-log tests/data/h200-torch2.11-cu130/trace-stdout.log.gz "
     "--section 'cholesky_inverse dtype=float64 n=256 batch=1 upper=False'")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse ``type`` for ``--timeout``: a positive, finite number of seconds.
+
+    Parameters
+    ----------
+    text : str
+        The option's value, e.g. ``"30"`` or ``"0.5"``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For anything else (``-1``, ``0``, ``nan``, ``inf``, ``abc``).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,8 +82,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only the records between '#### LABEL' and '#### end LABEL'")
     p.add_argument("--keep-log", metavar="PATH",
                    help="keep the program's raw stdout (records and output, in order) in PATH")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="kill the program after SECONDS (what it logged is kept)")
+    p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
+                   help="end the program and everything it started after SECONDS (SIGTERM, "
+                        "then SIGKILL); what it logged is kept")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="the program and its arguments, after '--'")
 
@@ -52,8 +92,16 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``trace`` subcommand to an argparse ``subparsers`` object.
 
-    The subparser's defaults carry ``func=run``, so the main CLI can dispatch
-    with ``return args.func(args)``.
+    Parameters
+    ----------
+    subparsers
+        What ``ArgumentParser.add_subparsers()`` returned.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subparser; its defaults carry ``func=run``, so the main CLI can
+        dispatch with ``return args.func(args)``.
     """
     p = subparsers.add_parser("trace", help="trace cuSOLVER / cuBLAS API calls of a program or log",
                               description=_DESCRIPTION, epilog=_EPILOG,
@@ -64,7 +112,12 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone parser for ``python -m cusolver_trace.tracing``."""
+    """A stand-alone parser for ``python -m cusolver_trace.tracing``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     p = argparse.ArgumentParser(prog="cusolver-trace trace", description=_DESCRIPTION,
                                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_arguments(p)
@@ -72,53 +125,170 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _write_json(trace, path: str, console) -> None:
+    from rich.markup import escape
+
     text = trace.to_json()
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
-        console.print(f"[dim]JSON written to {path}[/dim]")
+        console.print(f"[dim]JSON written to {escape(path)}[/dim]")
+
+
+def _echo(stream, lines) -> None:
+    """Write the program's own lines; characters the stream cannot encode are escaped."""
+    for line in lines:
+        try:
+            stream.write(line + "\n")
+        except UnicodeEncodeError:
+            enc = getattr(stream, "encoding", None) or "ascii"
+            stream.write((line + "\n").encode(enc, "backslashreplace").decode(enc))
+    stream.flush()
+
+
+def _output_path_problem(option: str, path: str) -> str | None:
+    """Why ``path`` cannot be written as ``option``'s file, or ``None`` if it can."""
+    if not path:
+        return f"{option}: empty file name"
+    if os.path.isdir(path):
+        return f"{option} {path}: is a folder; give a file name"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        return f"{option} {path}: no such folder: {folder}"
+    if not os.path.isdir(folder):
+        return f"{option} {path}: {folder} is not a folder"
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            return f"{option} {path}: permission denied"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        return f"{option} {path}: permission denied (cannot create files in {folder})"
+    return None
+
+
+def _os_error_text(e: OSError) -> str:
+    """One line for an ``OSError``: ``"PATH: reason"`` when it names a file."""
+    reason = e.strerror or str(e)
+    if e.filename is not None:
+        return f"{e.filename}: {reason}"
+    return reason
+
+
+def _log_open_error_text(path: str, e: OSError) -> str:
+    if isinstance(e, FileNotFoundError):
+        return f"no such log file: {path}"
+    if isinstance(e, IsADirectoryError):
+        return f"{path} is a folder, not a log file"
+    if isinstance(e, PermissionError):
+        return f"cannot read {path}: permission denied"
+    return f"cannot read {path}: {e.strerror or e}"
+
+
+class _Failure(Exception):
+    """A predictable failure: one line for stderr, and an exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out ``cusolver-trace trace``; returns the process exit status.
 
-    With a command: the program's exit status (128 + N if killed by signal N);
-    127 if it cannot be started. With ``--from-log``: 0, or 2 for a missing
-    file / unknown section. 2 for usage errors.
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (or the ``trace`` subparser of :func:`register`).
+
+    Returns
+    -------
+    int
+        With a command: the program's exit status (128 + N if killed by signal
+        N); 127 if it is not found, 126 if it cannot be executed. With
+        ``--from-log``: 0. Either way 2 for bad usage or bad input (missing,
+        unreadable or non-text log, unknown section, output path that cannot be
+        written), after one line on stderr; 3 for an internal error (with its
+        traceback); 130 if interrupted.
     """
     from rich.markup import escape
 
     from .._console import console
 
-    from .logparse import load_log
+    err = console(stderr=True, highlight=False)
+
+    def say(msg: str) -> None:
+        err.print(f"[red]cusolver-trace trace: error: {escape(msg)}[/red]", soft_wrap=True)
+
+    try:
+        return _run(args, say)
+    except _Failure as e:
+        say(str(e))
+        return e.code
+    except KeyboardInterrupt:
+        say("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (``| head``): nothing more can be shown there.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        say("output closed early (broken pipe)")
+        return EXIT_USAGE
+    except OSError as e:
+        say(_os_error_text(e))
+        return EXIT_USAGE
+    except UnicodeEncodeError as e:
+        say(f"cannot write {e.object[e.start:e.end]!r} in the terminal's encoding "
+            f"{e.encoding}; set PYTHONIOENCODING=utf-8")
+        return EXIT_USAGE
+    except Exception:  # a bug: show it, and never exit with 1 (that means MISMATCH)
+        traceback.print_exc()
+        say("internal error (the traceback above is a bug in cusolver-trace; please report it)")
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace, say) -> int:
+    from rich.markup import escape
+
+    from .._console import console
+
+    from .logparse import LogReadError, load_log
     from .model import Trace
-    from .runner import run_traced
+    from .runner import ProgramStartError, run_traced
 
     json_stdout = args.json == "-"
     out = console(highlight=False, stderr=json_stdout)  # wide when piped: calls stay greppable
-    err = console(stderr=True, highlight=False)
     human = sys.stderr if json_stdout else sys.stdout  # the program's own output goes here
     command = list(args.command or [])
     if command[:1] == ["--"]:
         command = command[1:]
 
-    def fail(msg: str, code: int = 2) -> int:
-        err.print(f"[red]cusolver-trace trace: {escape(msg)}[/red]")
-        return code
+    if args.from_log and command:
+        raise _Failure("give either --from-log FILE or a command after '--', not both")
+    if not args.from_log and not command:
+        raise _Failure("nothing to run: give a command after '--' (or --from-log FILE)")
+    # Output paths are checked before anything runs: a program is not run for
+    # nothing, and its exit status is never confused with trace's own failure.
+    for option, path in (("--json", args.json), ("--keep-log", args.keep_log)):
+        if path is not None and not (option == "--json" and path == "-"):
+            problem = _output_path_problem(option, path)
+            if problem:
+                raise _Failure(problem)
 
     if args.from_log:
-        if command:
-            return fail("give either --from-log FILE or a command after '--', not both")
         try:
             log = load_log(args.from_log)
-            if args.section is not None:
+        except OSError as e:
+            raise _Failure(_log_open_error_text(args.from_log, e)) from None
+        except LogReadError as e:
+            raise _Failure(str(e)) from None
+        if args.section is not None:
+            try:
                 log = log.section(args.section)
-        except FileNotFoundError:
-            return fail(f"no such log file: {args.from_log}")
-        except KeyError as e:
-            return fail(e.args[0])
+            except KeyError as e:
+                raise _Failure(e.args[0]) from None
         notes = [] if log.records else ["no cuSOLVER / cuBLAS API record in this log"
                                         + (" section" if args.section else "")]
         if not log.ordered and len(log.libraries) == 1:
@@ -127,32 +297,27 @@ def run(args: argparse.Namespace) -> int:
         trace = Trace(label=args.from_log + (f"  [{args.section}]" if args.section else ""),
                       calls=log.calls, notes=notes, output=[o.text for o in log.output],
                       sections=list(log.sections))
-        for line in trace.output:
-            human.write(line + "\n")
-        human.flush()
+        _echo(human, trace.output)
         out.print(trace.renderable(all=args.all, fold=not args.no_fold))
         if args.json:
             _write_json(trace, args.json, out)
-        return 0
+        return EXIT_OK
 
-    if not command:
-        return fail("nothing to run: give a command after '--' (or --from-log FILE)")
     try:
         result = run_traced(command, log_path=args.keep_log, timeout=args.timeout)
-    except FileNotFoundError as e:
-        return fail(str(e), 127)
-    except PermissionError as e:
-        return fail(f"cannot run {command[0]!r}: {e}", 126)
-    for line in result.output:
-        human.write(line + "\n")
-    human.flush()
+    except ProgramStartError as e:
+        raise _Failure(e.strerror or str(e), e.exit_status) from None
+    except OSError as e:
+        raise _Failure(f"cannot write the log: {_os_error_text(e)}"
+                       if args.keep_log else _os_error_text(e)) from None
+    _echo(human, result.output)
     if result.stderr:
         sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         sys.stderr.flush()
     try:
         trace = result.to_trace(section=args.section)
     except KeyError as e:
-        fail(e.args[0])
+        say(e.args[0])
         trace = result.to_trace()
     out.rule("[bold]cusolver-trace[/bold]")
     out.print(trace.renderable(all=args.all, fold=not args.no_fold))
@@ -169,6 +334,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m cusolver_trace.tracing``; returns the exit status."""
+    """Entry point of ``python -m cusolver_trace.tracing``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status (see :func:`run`). Usage errors exit through argparse
+        (``SystemExit(2)``).
+    """
     args = build_parser().parse_args(argv)
     return run(args)

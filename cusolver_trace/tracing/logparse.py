@@ -34,25 +34,42 @@ address it writes to, which is the cuSOLVER handle). Rule (2) keeps torch's own
 cuBLAS calls (its own handle) that happen to follow a cuSOLVER record, e.g.
 right after ``cusolverDnDpotrfBatched``, out of it. If the log shows no
 ``cusolverDnSetStream`` (an excerpt), rule (1) alone applies.
+
+Parsing never fails on what a line contains: a value that cannot be converted
+(an integer longer than Python's int-string limit, a float that overflows) is
+kept as the text that was logged. :func:`load_log` refuses only files that
+are not text logs at all (binary content, damaged gzip data), with
+:class:`LogReadError`.
 """
 from __future__ import annotations
 
 import gzip
+import io
+import math
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 __all__ = [
     "ApiCall",
     "OutputLine",
+    "LogReadError",
     "ParsedLog",
     "Pointer",
     "parse_log",
     "load_log",
+    "read_log",
     "call_kind",
     "render_enum",
 ]
+
+
+class LogReadError(ValueError):
+    """A file given as a log cannot be read as one: binary (non-text) content,
+    or gzip data that is damaged, truncated or not gzip at all. The message is
+    one line that names the file."""
 
 
 class Pointer(str):
@@ -132,7 +149,8 @@ class ApiCall:
     raw : str            the record's text (several lines for cuBLAS)
     line : int           1-based line number of the record's first line
     section : str | None label of the enclosing ``#### label`` section
-    pid : int | None     process id the logger printed
+    pid : int | str | None  process id the logger printed (the text, if too long
+                         for an ``int``)
     time : str | None    timestamp as printed (cuSOLVER: ``2026-11-30 02:17:18``)
     truncated : bool     a cuBLAS record cut off by the end of the log (crash)
     children : list      cuBLAS calls issued inside this cuSOLVER call
@@ -253,14 +271,29 @@ def _pointer(text: str) -> Pointer:
     return Pointer("0x0" if text == "(nil)" else hex(int(text, 16)))
 
 
+def _int(text: str) -> int | str:
+    """``int(text)``, or ``text`` itself when Python refuses the conversion (more
+    digits than ``sys.get_int_max_str_digits()``): the logged value is kept."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def _scalar(text: str) -> Any:
-    """Typed value of a cuSOLVER ``key=value`` token or a cuBLAS plain ``val=``."""
+    """Typed value of a cuSOLVER ``key=value`` token or a cuBLAS plain ``val=``.
+
+    Pointers (hex) become :class:`Pointer`, integers ``int``, finite floats
+    ``float``; anything else -- including an integer too long to convert and a
+    float that overflows to infinity -- stays the logged text.
+    """
     if _HEX_RE.match(text):
         return _pointer(text)
     if _INT_RE.match(text):
-        return int(text)
+        return _int(text)
     if _FLOAT_RE.match(text):
-        return float(text)
+        value = float(text)
+        return value if math.isfinite(value) else text
     return text
 
 
@@ -339,7 +372,7 @@ def _read_blas(head: re.Match, first: str, stream: _Stream):
             stream.push(line)
     pid = found.get("pid")
     call = ApiCall("cuBLAS", head.group("name"), _typed(args), "\n".join(block), line=0,
-                   pid=None if pid is None else int(pid), time=found.get("time"),
+                   pid=None if pid is None else _int(pid), time=found.get("time"),
                    truncated=len(found) < len(trailer))
     return call, block
 
@@ -388,7 +421,7 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
                 records.append(ApiCall(
                     "cuSOLVER", m.group("name"),
                     _typed({k: _scalar(v) for k, v in args.items()}), line, lineno,
-                    section(), int(m.group("pid")), m.group("time")))
+                    section(), _int(m.group("pid")), m.group("time")))
                 breaks_before.append(brk)
                 brk = False
                 continue
@@ -459,12 +492,122 @@ def _nest(records: list[ApiCall], breaks_before: list[bool]) -> list[ApiCall]:
     return top
 
 
-def load_log(path: str | os.PathLike, *, nest: bool = True) -> ParsedLog:
-    """Parse a log file (``.gz`` accepted), streaming it line by line.
+#: Bytes that do not occur in a text log: C0 control characters other than
+#: tab, newlines, vertical tab, form feed, BEL, backspace and ESC (programs print
+#: ANSI colours, progress bars, bells). NUL is the classic mark of a binary file.
+_BINARY_BYTES_RE = re.compile(rb"[\x00-\x06\x0e-\x1a\x1c-\x1f]")
+#: C1 control characters (U+0080..U+009F, properly UTF-8 encoded): not text either.
+_BINARY_CHARS_RE = re.compile("[\x80-\x9f]")
+_GZIP_MAGIC = b"\x1f\x8b"
 
-    Raises ``FileNotFoundError`` if the file does not exist.
+
+class _Guarded(io.RawIOBase):
+    """Raw byte stream over a (possibly gzip) file that turns damaged gzip data into
+    :class:`LogReadError` and, with ``text_only``, refuses binary bytes as soon as
+    they are read (so ``/dev/zero`` or a huge binary file fails at once)."""
+
+    def __init__(self, src, name: str, text_only: bool):
+        super().__init__()
+        self._src, self._name, self._text_only, self.offset = src, name, text_only, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        try:
+            data = self._src.read(len(buf))
+        except EOFError:
+            raise LogReadError(f"{self._name}: truncated gzip file (the compressed data ends "
+                               f"before its end marker)") from None
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise LogReadError(f"{self._name}: damaged gzip data ({e})") from None
+        if self._text_only:
+            m = _BINARY_BYTES_RE.search(data)
+            if m:
+                raise LogReadError(
+                    f"{self._name}: not a text log (binary byte 0x{data[m.start()]:02x} at "
+                    f"offset {self.offset + m.start()})")
+        buf[:len(data)] = data
+        self.offset += len(data)
+        return len(data)
+
+
+def _checked_lines(fh, name: str) -> Iterator[str]:
+    for n, line in enumerate(fh, 1):
+        m = _BINARY_CHARS_RE.search(line)
+        if m:
+            raise LogReadError(f"{name}: not a text log (control character "
+                               f"U+{ord(m.group()):04X} on line {n})")
+        yield line
+
+
+def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True,
+             decompress: bool = True) -> ParsedLog:
+    """Parse a log from an open binary file, streaming it.
+
+    Parameters
+    ----------
+    fh : binary file object
+        Read from its current position to the end. Bytes are decoded as UTF-8, invalid sequences
+        replaced; lines end at ``\\n``, ``\\r\\n`` or ``\\r``.
+    name : str
+        What to call the file in error messages.
+    nest : bool
+        See :func:`parse_log`.
+    text_only : bool
+        Refuse binary content (:class:`LogReadError`). ``False`` parses whatever
+        is there (the runner reads a program's stdout this way).
+    decompress : bool
+        Decompress gzip data (recognised by its magic bytes).
+
+    Returns
+    -------
+    ParsedLog
+
+    Raises
+    ------
+    LogReadError
+        Binary content (with ``text_only``) or damaged gzip data.
+    OSError
+        If reading fails.
+    """
+    buffered = fh if hasattr(fh, "peek") else io.BufferedReader(fh)
+    src = buffered
+    if decompress and buffered.peek(2)[:2] == _GZIP_MAGIC:
+        src = gzip.GzipFile(fileobj=buffered, mode="rb")
+    raw = _Guarded(src, name, text_only)
+    text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace",
+                            newline="")
+    return parse_log(_checked_lines(text, name) if text_only else text, nest=nest)
+
+
+def load_log(path: str | os.PathLike, *, nest: bool = True, text_only: bool = True) -> ParsedLog:
+    """Parse a log file (gzip accepted), streaming it line by line.
+
+    Parameters
+    ----------
+    path : path
+        The log. A name ending in ``.gz`` must hold gzip data; gzip data under
+        another name is recognised by its magic bytes.
+    nest : bool
+        See :func:`parse_log`.
+    text_only : bool
+        Refuse a file with binary content (see :func:`read_log`).
+
+    Returns
+    -------
+    ParsedLog
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError, PermissionError, OSError
+        If the file cannot be opened or read.
+    LogReadError
+        If it is not a text log: binary content, or a ``.gz`` file that is not
+        gzip, is truncated or is damaged.
     """
     path = os.fspath(path)
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
-        return parse_log(fh, nest=nest)
+    with open(path, "rb") as fh:
+        if path.endswith(".gz") and fh.peek(2)[:2] != _GZIP_MAGIC:
+            raise LogReadError(f"{path}: not a gzip file (the name ends in .gz)")
+        return read_log(fh, name=path, nest=nest, text_only=text_only)

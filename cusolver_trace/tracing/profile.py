@@ -11,6 +11,8 @@ Two views of the same call:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import re
@@ -90,6 +92,9 @@ def _tensors(obj) -> Iterable:
     elif isinstance(obj, dict):
         for o in obj.values():
             yield from _tensors(o)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # e.g. ops.Inputs
+        for f in dataclasses.fields(obj):
+            yield from _tensors(getattr(obj, f.name))
 
 
 def _describe(fn: Callable, args, kwargs) -> str:

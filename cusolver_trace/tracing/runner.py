@@ -12,21 +12,50 @@ is still in its buffer when it crashes is lost.
 
 The child's stdout goes to a file (``log_path`` or a temporary file), never
 into memory, and is parsed line by line; stderr goes to another temporary file.
+
+The program runs in a session (and process group) of its own, so a time limit
+ends everything it started: SIGTERM to the whole group, a short grace period,
+then SIGKILL to whatever is left of it.
 """
 from __future__ import annotations
 
+import errno
+import math
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .logparse import ParsedLog, load_log
+from .logparse import ParsedLog, read_log
 from .model import Trace, signal_name
 
-__all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env"]
+__all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env", "ProgramStartError",
+           "ProgramNotFoundError", "ProgramNotExecutableError", "KILL_GRACE_S"]
+
+#: Seconds between SIGTERM and SIGKILL when a program's time limit is reached.
+KILL_GRACE_S = 2.0
+
+
+class ProgramStartError(OSError):
+    """The program could not be started; ``exit_status`` is the shell's code for it."""
+
+    exit_status = 126
+
+
+class ProgramNotFoundError(ProgramStartError, FileNotFoundError):
+    """No such program (shell status 127)."""
+
+    exit_status = 127
+
+
+class ProgramNotExecutableError(ProgramStartError, PermissionError):
+    """The program exists but cannot be executed (shell status 126)."""
+
+    exit_status = 126
 
 #: Environment that turns both API loggers on, writing to stdout.
 LOGGER_ENV = {
@@ -134,6 +163,67 @@ def _notes(run: TraceRun) -> list[str]:
     return notes
 
 
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"run_traced: timeout must be a number of seconds, not {timeout!r}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"run_traced: timeout must be a positive, finite number of seconds, "
+                         f"not {timeout!r}")
+
+
+def _start(argv: list[str], **kw) -> subprocess.Popen:
+    """``Popen`` in a new session; failures to start become :class:`ProgramStartError` s."""
+    try:
+        return subprocess.Popen(argv, start_new_session=True, **kw)
+    except FileNotFoundError as e:
+        why = "no such program"
+        if os.sep in argv[0] and os.path.isfile(argv[0]):
+            why = "its '#!' interpreter was not found"
+        raise ProgramNotFoundError(errno.ENOENT, f"cannot run {argv[0]!r}: {why}") from e
+    except PermissionError as e:
+        raise ProgramNotExecutableError(
+            errno.EACCES, f"cannot run {argv[0]!r}: permission denied "
+                          f"(not an executable file)") from e
+    except OSError as e:  # ENOEXEC (no '#!' line), ENOTDIR, E2BIG, ...
+        raise ProgramStartError(e.errno, f"cannot run {argv[0]!r}: {e.strerror or e}") from e
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+
+
+def _exited(proc: subprocess.Popen) -> bool:
+    """Has the child exited? Without reaping it: while it is a zombie its pid, and so
+    its process group id, cannot be reused by another process."""
+    if proc.returncode is not None:
+        return True
+    if not hasattr(os, "waitid"):  # pragma: no cover - no waitid: reap (tiny reuse window)
+        return proc.poll() is not None
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> int:
+    """End the program and everything in its process group: SIGTERM, up to ``grace``
+    seconds for the child to exit, then SIGKILL to all that is left. Returns the
+    child's return code."""
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while not _exited(proc) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)  # grandchildren, or a child that ignored SIGTERM
+    return proc.wait()
+
+
 def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None,
                env: Mapping[str, str] | None = None, timeout: float | None = None,
                cwd: str | os.PathLike | None = None) -> TraceRun:
@@ -150,7 +240,9 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
         Extra environment variables, added to ``os.environ``; the logger
         variables (:data:`LOGGER_ENV`) are always set on top.
     timeout : float, optional
-        Seconds before the program is killed (SIGKILL); what it logged is kept.
+        Seconds (positive, finite) before the program is ended: its whole process
+        group gets SIGTERM, then SIGKILL after :data:`KILL_GRACE_S` seconds. What it
+        logged is kept.
     cwd : path, optional
         Working directory of the program.
 
@@ -158,48 +250,57 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
     -------
     TraceRun
         Never raises for the program's own failures: a non-zero exit, an
-        exception, or death by a signal are reported in the result.
+        exception, death by a signal, or a stdout that is not text are reported
+        in the result.
 
     Raises
     ------
-    FileNotFoundError / PermissionError
-        If ``argv[0]`` cannot be executed.
+    ProgramNotFoundError, ProgramNotExecutableError, ProgramStartError
+        If ``argv[0]`` cannot be executed (subclasses of ``FileNotFoundError``,
+        ``PermissionError`` and ``OSError``; ``exit_status`` is 127 or 126).
+    OSError
+        If ``log_path`` cannot be written or ``cwd`` is not a folder.
     ValueError
-        If ``argv`` is empty.
+        If ``argv`` is empty or ``timeout`` is not a positive finite number.
     """
     argv = [os.fspath(a) for a in argv]
     if not argv:
         raise ValueError("run_traced: empty command")
+    _check_timeout(timeout)
+    if cwd is not None and not os.path.isdir(cwd):
+        raise NotADirectoryError(errno.ENOTDIR, "no such working folder", os.fspath(cwd))
     keep = log_path is not None
     if keep:
         out_path = os.fspath(log_path)
-        out = open(out_path, "wb")
+        out = open(out_path, "w+b")
     else:
         fd, out_path = tempfile.mkstemp(prefix="cusolver-trace-", suffix=".log")
-        out = os.fdopen(fd, "wb")
+        out = os.fdopen(fd, "w+b")
     timed_out = False
+    notes: list[str] = []
     t0 = time.perf_counter()
     try:
         with out, tempfile.TemporaryFile() as err:
-            try:
-                proc = subprocess.Popen(argv, stdout=out, stderr=err, env=logger_env(env),
-                                        cwd=cwd)
-            except FileNotFoundError as e:
-                raise FileNotFoundError(f"cannot run {argv[0]!r}: no such program") from e
+            proc = _start(argv, stdout=out, stderr=err, env=logger_env(env), cwd=cwd)
             try:
                 returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                returncode = proc.wait()
+                returncode = _kill_group(proc)
                 timed_out = True
-            except BaseException:  # KeyboardInterrupt: don't leave the child behind
-                proc.kill()
-                proc.wait()
+            except BaseException:  # KeyboardInterrupt: don't leave the program behind
+                _kill_group(proc)
                 raise
             wall = time.perf_counter() - t0
             err.seek(0)
             stderr = err.read().decode("utf-8", errors="replace")
-        log = load_log(out_path)
+            # Read back through our own handle: the program may have removed or
+            # renamed the file. Whatever it wrote is parsed, text or not.
+            out.seek(0)
+            try:
+                log = read_log(out, name=out_path, text_only=False, decompress=False)
+            except OSError as e:
+                log = ParsedLog([], [], [], [], [], False)
+                notes.append(f"the program's stdout could not be read back: {e}")
     finally:
         if not keep:
             try:
@@ -207,5 +308,5 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
             except OSError:
                 pass
     run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall)
-    run.notes = _notes(run)
+    run.notes = notes + _notes(run)
     return run

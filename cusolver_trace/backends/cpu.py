@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg.lapack as _lapack
 
-from ._dtypes import dtype_info
+from .._dtypes import dtype_info
 
 
 def routine_name(dtype, base: str) -> str:
@@ -38,15 +38,31 @@ def hermitian_from_triangle(x: np.ndarray, upper: bool) -> np.ndarray:
     return t + np.swapaxes(np.tril(x, -1), -1, -2).conj()
 
 
+def flag_nonfinite_pivots(l: np.ndarray, info: np.ndarray) -> np.ndarray:
+    """``info`` with the first non-finite diagonal entry of the factor ``l`` reported where the
+    LAPACK build said 0, as Reference LAPACK's ``?potrf`` does (it stops at a NaN pivot;
+    OpenBLAS does not test for NaN). ``info`` has the batch shape."""
+    shape = info.shape
+    bad = ~np.isfinite(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
+    first = (bad.argmax(axis=-1) + 1).astype(np.int32)
+    flat = info.reshape(-1)
+    return np.where((flat == 0) & bad.any(axis=-1), first, flat).astype(np.int32).reshape(shape)
+
+
 def potrf(a: np.ndarray, upper: bool):
-    """``?potrf`` per matrix; the other triangle of the factor is zero (LAPACK's ``clean``)."""
+    """``?potrf`` per matrix; the other triangle of the factor is zero (LAPACK's ``clean``).
+
+    ``info`` follows Reference LAPACK, whatever LAPACK scipy carries: a NaN pivot is a
+    failure (:func:`flag_nonfinite_pivots`)."""
     fn, out = _fn(a.dtype, "potrf"), np.empty_like(a)
 
     def body(i):
         out[i], info = fn(a[i], lower=not upper, clean=1)
         return info
 
-    return out, _loop(a.shape[:-2], body)
+    n = a.shape[-1]
+    info = _loop(a.shape[:-2], body)
+    return out, (flag_nonfinite_pivots(out, info) if n else info)
 
 
 def potrs(c: np.ndarray, b: np.ndarray, upper: bool):
@@ -81,7 +97,10 @@ def trtri(c: np.ndarray, upper: bool, unit_diagonal: bool = False):
         return info
 
     info = _loop(c.shape[:-2], body)
-    return (np.triu(out) if upper else np.tril(out)), info
+    out = np.triu(out) if upper else np.tril(out)
+    if unit_diagonal:  # LAPACK leaves the (unreferenced) diagonal as it was: the inverse's is 1
+        np.einsum("...ii->...i", out)[...] = 1
+    return out, info
 
 
 def potrs_identity(c: np.ndarray, upper: bool):
@@ -89,3 +108,24 @@ def potrs_identity(c: np.ndarray, upper: bool):
     n = c.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=c.dtype), c.shape)
     return potrs(c, eye, upper)
+
+
+def inverse_status(L: np.ndarray, X: np.ndarray, upper: bool, info) -> np.ndarray:
+    """The check record of :func:`cusolver_trace.backends.cuda.inverse_status`, with NumPy:
+    int32 ``(batch, 3)``: ``n - i`` for the first exact zero ``L[i, i]`` (0: none); flags
+    (1: non-finite entry in L's ``upper`` / lower triangle, 2: in X); the routine's info."""
+    n = L.shape[-1]
+    Lb, Xb = L.reshape(-1, n, n), X.reshape(-1, n, n)
+    batch = Lb.shape[0]
+    acc = np.zeros((batch, 3), dtype=np.int32)
+    if batch == 0 or n == 0:
+        return acc
+    tri = np.triu(np.ones((n, n), bool)) if upper else np.tril(np.ones((n, n), bool))
+    bad_l = (~np.isfinite(Lb) & tri).reshape(batch, -1).any(axis=-1)
+    diag = np.diagonal(Lb, axis1=-2, axis2=-1)
+    zero = (diag == 0) & np.isfinite(diag)
+    first = zero.argmax(axis=-1)
+    acc[:, 0] = np.where(zero.any(axis=-1), n - first, 0)
+    acc[:, 1] = bad_l.astype(np.int32) | (2 * ~np.isfinite(Xb).reshape(batch, -1).all(axis=-1))
+    acc[:, 2] = 0 if info is None else np.asarray(info).reshape(-1)
+    return acc

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from .raw import _load
-from .raw import cublas as _cublas
-from .raw import cusolver as _cusolver
+from ..raw import _load
+from ..raw import cublas as _cublas
+from ..raw import cusolver as _cusolver
 
 _local = threading.local()
 

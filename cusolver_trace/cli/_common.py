@@ -1,0 +1,204 @@
+"""Helpers shared by every subcommand: strict value parsers, the one default-device rule,
+output-path checks made before any work, the console, exit codes."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(ValueError):
+    """A value the command cannot use (exit 2, one line)."""
+
+
+def console(*, stderr: bool = False):
+    """Rich console; when output is piped (logs, CI) a wide fixed width keeps tables whole."""
+    from .._console import console as make
+
+    return make(stderr=stderr, piped_width=160)
+
+
+# --------------------------------------------------------------------------- value parsers
+def integer(minimum: int | None = None, maximum: int | None = None):
+    """argparse type: one integer within ``[minimum, maximum]``; anything else is an error."""
+    def parse(text):
+        try:
+            v = int(str(text).strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if minimum is not None and v < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {v}")
+        return v
+    return parse
+
+
+def number(minimum: float | None = None, *, exclusive: bool = False):
+    """argparse type: one finite float above ``minimum`` (strictly with ``exclusive``)."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(v) or (minimum is not None and (v <= minimum if exclusive else v < minimum)):
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {'>' if exclusive else '>='} {minimum}, got {text!r}")
+        return v
+    return parse
+
+
+def csv_of(kind, name: str = "value"):
+    """argparse type: a comma-separated, non-empty list, each item parsed by ``kind``."""
+    def parse(text):
+        items = [v.strip() for v in str(text).split(",")]
+        if not items or any(v == "" for v in items):
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {name}s, got {text!r}")
+        return [kind(v) for v in items]
+    return parse
+
+
+def choice(options, name: str):
+    """argparse type: one of ``options`` (exact, case-sensitive)."""
+    def parse(text):
+        if text not in options:
+            raise argparse.ArgumentTypeError(f"unknown {name} {text!r}; choose from {', '.join(options)}")
+        return text
+    return parse
+
+
+def dtype_name(text: str) -> str:
+    """argparse type: a supported dtype name."""
+    from .._dtypes import SUPPORTED_DTYPES
+
+    return choice(tuple(SUPPORTED_DTYPES), "dtype")(text)
+
+
+_UPLO = {"l": False, "lower": False, "u": True, "upper": True}
+
+
+def uplo(text: str) -> bool:
+    """``L`` / ``U`` / ``lower`` / ``upper`` in any case → ``upper`` (bool); else an error.
+
+    The one place the command line turns a fill mode into the ``upper`` flag."""
+    key = str(text).strip().lower()
+    if key not in _UPLO:
+        raise argparse.ArgumentTypeError(f"expected L, U, lower or upper, got {text!r}")
+    return _UPLO[key]
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``I/K`` with 0 <= I < K."""
+    try:
+        i, k = (int(v) for v in str(text).split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/K, got {text!r}") from None
+    if not (k >= 1 and 0 <= i < k):
+        raise argparse.ArgumentTypeError(f"expected I/K with 0 <= I < K, got {text!r}")
+    return i, k
+
+
+# --------------------------------------------------------------------------- devices
+def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
+    """The device every command runs on: ``--device`` as given (checked), or ``cuda:0`` when
+    torch sees a GPU and the CUDA backend can run, else ``cpu`` (saying why on stderr when a
+    GPU is visible but CuPy / nvmath-python are not).
+
+    Raises
+    ------
+    UsageError
+        A device that is not ``cpu`` / ``cuda`` / ``cuda:N``, or that is not here.
+    """
+    import torch
+
+    from ..backends import cuda
+
+    if arg is None:
+        if not torch.cuda.is_available():
+            return "cpu"
+        why = cuda.available()
+        if why is not None:
+            if not quiet:
+                print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable "
+                      f"({why}); running on the CPU", file=sys.stderr)
+            return "cpu"
+        return "cuda:0"
+    text = str(arg).strip()
+    if text == "cpu":
+        return "cpu"
+    if text == "cuda":
+        text = "cuda:0"
+    head, _, idx = text.partition(":")
+    if head != "cuda" or not idx.isdigit():
+        raise UsageError(f"--device must be cpu, cuda or cuda:N, got {arg!r}")
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {arg}: no CUDA GPU is visible to torch {torch.__version__}")
+    if int(idx) >= torch.cuda.device_count():
+        raise UsageError(f"--device {arg}: torch sees {torch.cuda.device_count()} GPU(s)")
+    why = cuda.available()
+    if why is not None:
+        raise UsageError(f"--device {arg}: the CUDA backend cannot run ({why})")
+    return text
+
+
+def check_memory(nbytes: float, device: str, what: str) -> None:
+    """Refuse, before any work, inputs that cannot fit: ``nbytes`` (the estimate for the
+    working set) against the GPU's or the machine's memory.
+
+    Raises
+    ------
+    UsageError
+        It does not fit.
+    """
+    if device.startswith("cuda"):
+        import torch
+
+        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+        where = f"{device} has {total / 2**30:.1f} GiB"
+    else:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return
+        where = f"this machine has {total / 2**30:.1f} GiB of memory"
+    if nbytes > total:
+        raise UsageError(f"{what} needs about {nbytes / 2**30:.3g} GiB; {where}")
+
+
+def output_path(path: str | None, flag: str, *, allow_stdout: bool = True) -> str | None:
+    """Check an output path before any work: ``-`` (stdout) where allowed, or a file whose
+    folder exists and which is not a folder itself.
+
+    Raises
+    ------
+    UsageError
+    """
+    if path is None or (path == "-" and allow_stdout):
+        return path
+    if path == "-":
+        raise UsageError(f"{flag} - (stdout) is not possible here")
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a directory; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{flag} {path}: cannot write in {folder}")
+    return path
+
+
+def write_json(data, path: str, con) -> None:
+    """Write ``data`` as JSON to ``path`` (``-``: stdout)."""
+    import json
+
+    text = json.dumps(data, indent=2, default=str)
+    if path == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    with open(path, "w") as fh:
+        fh.write(text + "\n")
+    con.print(f"wrote {path}")

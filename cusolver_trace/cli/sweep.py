@@ -1,0 +1,186 @@
+"""``cusolver-trace sweep``: time torch against each method over n / batch / dtype, checked."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .. import ops
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console, csv_of,
+                      dtype_name, integer, number, output_path, resolve_device, shard)
+
+
+def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
+    """The ``cusolver-trace sweep`` command line of one shard (same settings, one GPU)."""
+    argv = [sys.executable, "-m", "cusolver_trace", "sweep", "--op", args.op,
+            "--n", ",".join(map(str, args.n)), "--batch", ",".join(map(str, args.batch)),
+            "--dtype", ",".join(args.dtype), "--nrhs", str(args.nrhs), "--repeat", str(args.repeat),
+            "--warmup", str(args.warmup), "--cond", repr(args.cond), "--seed", str(args.seed),
+            "--shard", f"{index}/{count}", "--out", out]
+    if args.method:
+        argv += ["--method", ",".join(args.method)]
+    for flag in ("upper", "flush_l2", "unchecked"):
+        if getattr(args, flag):
+            argv.append("--" + flag.replace("_", "-"))
+    if args.device:
+        argv += ["--device", args.device]
+    return argv
+
+
+def spread_over_gpus(args, gpu_ids: list[str], con) -> list[dict]:
+    """Run the sweep as one process per GPU (``CUDA_VISIBLE_DEVICES`` = that GPU, every
+    ``len(gpu_ids)``-th point each), wait for all, and merge their rows (each row gets
+    ``physical_gpu``). A failing worker raises ``RuntimeError`` with its output."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for i, gpu in enumerate(gpu_ids):
+            out = os.path.join(tmp, f"part{i}.json")
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+            log = open(os.path.join(tmp, f"part{i}.log"), "w")
+            procs.append((gpu, out, log, subprocess.Popen(
+                _worker_argv(args, i, len(gpu_ids), out), env=env, stdout=log,
+                stderr=subprocess.STDOUT)))
+        con.print(f"sweep spread over {len(gpu_ids)} process(es), GPUs {gpu_ids}")
+        rows = []
+        for gpu, out, log, proc in procs:
+            rc = proc.wait()
+            log.close()
+            if rc not in (0, 1) or not os.path.exists(out):  # 1 = a method FAILED its check
+                with open(log.name) as fh:
+                    raise RuntimeError(f"sweep worker on GPU {gpu!r} exited {rc}:\n" + fh.read()[-3000:])
+            with open(out) as fh:
+                rows += [dict(r, physical_gpu=gpu) for r in json.load(fh)["results"]]
+    return rows
+
+
+def run(args) -> int:
+    import torch
+
+    from .._dtypes import dtype_info
+    from ..ceiling import ceiling
+    from ..sweep import measure, report
+
+    op = ops.get(args.op)
+    for flag, path in (("--out", args.out), ("--csv", args.csv), ("--plot", args.plot)):
+        output_path(path, flag, allow_stdout=False)
+    if args.plot:  # fail before the sweep, not after
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'cusolver-trace[plot]'") from None
+    device = resolve_device(args.device)
+    names = args.method or list(measure.default_methods(op, device))
+    for m in names:
+        method = op.method(m)
+        if method.gpu_only and not device.startswith("cuda"):
+            raise UsageError(f"method {m!r} needs a CUDA device; this sweep runs on {device}")
+    for d in args.dtype:
+        for k in args.n:
+            for b in args.batch:
+                check_memory(12.0 * dtype_info(d).itemsize * k * k * b, device,
+                             f"n = {k}, batch = {b}")
+    con = console()
+    if args.device is None:
+        con.print(f"[bold]device {device}[/]" + ("" if device != "cpu" else
+                  ": no GPU visible, so torch's CPU path and LAPACK (scipy) are timed"))
+    if device == "cpu":
+        con.print(f"CPU threads: torch {torch.get_num_threads()}; "
+                  + ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in _threadpools()))
+    for d in args.dtype:
+        c = ceiling(device, d)
+        con.print(f"ceiling {d} on {c.device}: GEMM {c.gemm_gflops:,.0f} GFLOP/s "
+                  f"(n = {c.gemm_n}), copy {c.copy_gbs:,.0f} GB/s")
+    if args.gpus:
+        from ..workflow import physical_gpu_ids
+
+        ids = physical_gpu_ids()
+        if not ids:
+            raise UsageError("--gpus: no GPU found (nvidia-smi -L / CUDA_VISIBLE_DEVICES)")
+        count = len(ids) if args.gpus == "all" else int(args.gpus)
+        if count > len(ids):
+            raise UsageError(f"--gpus {args.gpus}: only {len(ids)} GPU(s) here")
+        rows = spread_over_gpus(args, ids[:count], con)
+    else:
+        rows = measure.run_sweep(op, args.n, args.batch, args.dtype, names, device=device,
+                                 upper=args.upper, nrhs=args.nrhs, repeat=args.repeat,
+                                 warmup=args.warmup, seed=args.seed, cond=args.cond,
+                                 flush_l2=args.flush_l2, console=con, shard=args.shard,
+                                 unchecked=args.unchecked)
+    con.print(report.results_table(rows))
+    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    report.write_json(report.sweep_report(rows, settings=settings), args.out)
+    con.print(f"wrote {args.out}")
+    if args.csv:
+        report.write_csv(rows, args.csv)
+        con.print(f"wrote {args.csv}")
+    if args.plot:
+        report.plot_sweep(rows, args.plot)
+        con.print(f"wrote {args.plot}")
+    noisy = [r for r in rows if r.get("noisy")]
+    if noisy:
+        con.print(f"[yellow]{len(noisy)} row(s) noisy[/] (IQR > 20 % of the median): "
+                  + ", ".join(f"{r['method']} n={r['n']}" for r in noisy[:8]))
+    bad = [r for r in rows if r["status"] != "ok"]
+    for r in bad:
+        con.print(f"[bold red]{r['status']}[/]: {r['method']} {r['dtype']} n={r['n']} batch={r['batch']} "
+                  f"{r['check']} = {report._num(r['ratio'], '.3g')} {r['error'] or ''}")
+    return EXIT_MISMATCH if bad else EXIT_OK
+
+
+def _threadpools() -> list[dict]:
+    """The BLAS / OpenMP thread pools loaded (threadpoolctl, when installed)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return [{"internal_api": "scipy's BLAS (threadpoolctl not installed)", "num_threads": "?"}]
+    return threadpool_info()
+
+
+def _gpus(text: str) -> str:
+    if text == "all":
+        return text
+    return str(integer(1)(text))
+
+
+def register(sub) -> None:
+    """Add ``sweep`` to the subparsers; ops and methods come from the registry."""
+    p = sub.add_parser(
+        "sweep", help="time torch against faster methods over n / batch / dtype, checked",
+        description="Time torch and each method side by side (interleaved, CUDA events on a GPU), "
+                    "through the public entry points with their checks on; check every result "
+                    "with LAPACK's ratios (pot01/02/03 < 30, else FAILED), report GFLOP/s with the "
+                    "LAWN 41 count named, % of the GEMM ceiling measured in the same run, and the "
+                    "ratio to torch. Exit 1 if a method FAILED.")
+    p.add_argument("--op", required=True, type=choice(ops.names(), "op"),
+                   help="; ".join(f"{o.name}: {o.summary}" for o in ops.all_ops()))
+    p.add_argument("--n", type=csv_of(integer(1), "integer"), required=True,
+                   help="matrix orders, e.g. 256,1024,4096")
+    p.add_argument("--batch", type=csv_of(integer(1), "integer"), default=[1],
+                   help="batch sizes (1 = one (n, n) matrix)")
+    p.add_argument("--dtype", type=csv_of(dtype_name, "dtype"), default=["float64"],
+                   help="float32,float64,complex64,complex128")
+    p.add_argument("--method", type=csv_of(str, "method"), default=None,
+                   help="comma-separated; per op: " + "; ".join(
+                       f"{o.name}: {','.join(o.methods)}" for o in ops.all_ops()))
+    p.add_argument("--unchecked", action="store_true",
+                   help="also time each checked method with check=False (the checks' cost)")
+    p.add_argument("--upper", action="store_true", help="use the upper triangle (default lower)")
+    p.add_argument("--nrhs", type=integer(1), default=1, help="right-hand sides (ops that take them)")
+    p.add_argument("--repeat", type=integer(1), default=10, help="timed samples per method")
+    p.add_argument("--warmup", type=integer(0), default=2)
+    p.add_argument("--flush-l2", action="store_true", help="zero a 256 MB buffer before each sample")
+    p.add_argument("--cond", type=number(1.0), default=1e3, help="condition number of the inputs")
+    p.add_argument("--seed", type=integer(0), default=0)
+    p.add_argument("--device", default=None, help="cuda:0, ... or cpu (default: cuda:0 if present)")
+    p.add_argument("--gpus", type=_gpus, default=None, metavar="N|all",
+                   help="spread the points over N GPUs: one process per GPU pinned with "
+                        "CUDA_VISIBLE_DEVICES, results merged into one report")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/K",
+                   help="run only every K-th point starting at I (used by --gpus)")
+    p.add_argument("--out", required=True, metavar="JSON", help="write results + provenance here")
+    p.add_argument("--csv", metavar="PATH", help="also write one CSV line per (case, method)")
+    p.add_argument("--plot", metavar="PNG", help="time and %% of ceiling vs n (needs matplotlib)")
+    p.set_defaults(func=run)

@@ -1,0 +1,81 @@
+"""``torch.linalg.cholesky(A, upper)``: A → its Cholesky factor.
+
+CUDA: ``cusolverDnXpotrf_bufferSize`` + ``cusolverDnXpotrf`` for batch 1,
+``cusolverDn<t>potrfBatched`` for batch > 1, the other triangle zeroed after
+(every torch version 2.3 – 2.14; observed in the API logs of torch 2.11 on an H200).
+CPU: LAPACK ``?potrf`` per matrix. Checked with LAPACK's ``?pot01``; LAWN 41 count
+``potrf``.
+"""
+from __future__ import annotations
+
+from .. import checks, routines
+from ..backends import cpu as _cpu
+from . import ANY, REPLAY, TORCH, DispatchRule, Method, Op, When, register
+
+
+def _cuda():
+    from ..backends import cuda
+
+    return cuda
+
+
+def torch_call(inputs, upper):
+    """``torch.linalg.cholesky_ex``: the kernels of ``linalg.cholesky`` without its
+    synchronizing error check; returns ``(L, info)``."""
+    import torch
+
+    return torch.linalg.cholesky_ex(inputs.x, upper=upper)
+
+
+def potrf_X(inputs, upper):
+    """``cusolverDnXpotrf_bufferSize`` + ``cusolverDnXpotrf`` per matrix (torch, batch 1)."""
+    return _cuda().potrf(inputs.x, upper, "X")
+
+
+def potrf_batched(inputs, upper):
+    """One ``cusolverDn<t>potrfBatched`` (torch, batch > 1)."""
+    return _cuda().potrf(inputs.x, upper, "batched")
+
+
+def lapack_potrf(inputs, upper):
+    """LAPACK ``?potrf`` per matrix (torch's CPU path); a NaN pivot fails, as in torch's LAPACK."""
+    x = inputs.x.detach().resolve_conj().resolve_neg().numpy()
+    return _cpu.potrf(x, upper)
+
+
+def _routine(api):
+    def make(op, inputs, upper, check):
+        return lambda: routines.potrf(inputs.x, upper, check=check, api=api)[0]
+    return make
+
+
+OP = register(Op(
+    name="cholesky",
+    summary="torch.linalg.cholesky: A -> L (cusolverDnXpotrf / potrfBatched)",
+    torch_name="torch.linalg.cholesky_ex",
+    torch_call=torch_call,
+    matrix="A",
+    has_rhs=False,
+    dispatch=(
+        DispatchRule(When(ANY, batch_max=1), "cusolver",
+                     ("cusolverDnXpotrf_bufferSize", "cusolverDnXpotrf"), potrf_X, True,
+                     "batch == 1"),
+        DispatchRule(When(ANY, batch_min=2), "cusolver", ("cusolverDn{T}potrfBatched",),
+                     potrf_batched, True, "batch > 1"),
+    ),
+    cpu_calls=("LAPACK {t}potrf × batch",),
+    cpu_replay=lapack_potrf,
+    check_name="pot01",
+    check=lambda inputs, L, upper: checks.pot01(inputs.A, L, upper),
+    flop_count=lambda inputs, on_gpu: "potrf",
+    reports_info=True,
+    fails_on_info=True,
+    methods={m.name: m for m in (
+        TORCH, REPLAY,
+        Method("potrf", _routine("auto"), checkable=True),
+        Method("potrf_X", _routine("X"), gpu_only=True, checkable=True),
+        Method("potrf_legacy", _routine("legacy"), gpu_only=True, checkable=True),
+        Method("potrf_batched", _routine("batched"), gpu_only=True, checkable=True),
+    )},
+    default_methods={"cuda": ("torch", "replay", "potrf_legacy"), "cpu": ("torch", "replay")},
+))

@@ -1,0 +1,110 @@
+"""``torch.cholesky_solve(B, L, upper)``: the factor L of A and B → X = A⁻¹·B.
+
+As ``cholesky_inverse`` with B for the identity, except that torch <= 2.11 with
+``preferred_linalg_library("cusolver")`` uses one ``cusolverDn<t>potrsBatched`` when
+nrhs == 1. CPU: LAPACK ``?potrs`` per matrix. Checked with LAPACK's ``?pot02``; LAWN 41
+count ``potrs`` (2·nrhs·n²).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import checks, routines
+from ..backends import cpu as _cpu
+from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Method,
+               Op, When, register)
+
+_XPOTRS = ("cusolverDnXpotrs → cublas{T}trsm_v2_64 ×2",)
+_TRSM = ("cublas{T}trsm_v2 (L⁻¹)", "cublas{T}trsm_v2 (L⁻ᴴ)")
+_TRSM_BATCHED = ("cublas{T}trsmBatched (L⁻¹)", "cublas{T}trsmBatched (L⁻ᴴ)")
+
+
+def _cuda():
+    from ..backends import cuda
+
+    return cuda
+
+
+def torch_call(inputs, upper):
+    import torch
+
+    return torch.cholesky_solve(inputs.B, inputs.x, upper=upper), None
+
+
+def potrs_X(inputs, upper):
+    """``cusolverDnXpotrs`` per matrix."""
+    return _cuda().potrs(inputs.x, inputs.B, upper, "X")
+
+
+def potrs_batched(inputs, upper):
+    """One ``cusolverDn<t>potrsBatched`` (nrhs == 1)."""
+    return _cuda().potrs(inputs.x, inputs.B, upper, "batched")
+
+
+def trsm_solve_loop(inputs, upper):
+    """Two ``cublas<t>trsm`` per matrix."""
+    return _cuda().trsm_solve(inputs.x, inputs.B, upper, batched=False)
+
+
+def trsm_solve_batched(inputs, upper):
+    """Two ``cublas<t>trsmBatched``."""
+    return _cuda().trsm_solve(inputs.x, inputs.B, upper, batched=True)
+
+
+def lapack_potrs(inputs, upper):
+    """LAPACK ``?potrs`` per matrix (torch's CPU path)."""
+    x = inputs.x.detach().resolve_conj().resolve_neg().numpy()
+    b = inputs.B.detach().resolve_conj().resolve_neg().numpy()
+    return _cpu.potrs(x, np.broadcast_to(b, x.shape[:-2] + b.shape[-2:]), upper)
+
+
+def _routine(api):
+    def make(op, inputs, upper, check):
+        return lambda: routines.potrs(inputs.x, inputs.B, upper, api=api)
+    return make
+
+
+def _backend(replay):
+    def make(op, inputs, upper, check):
+        return lambda: replay(inputs, upper)[0]
+    return make
+
+
+OP = register(Op(
+    name="cholesky_solve",
+    summary="torch.cholesky_solve: L, B -> X (Xpotrs / MAGMA / cuBLAS trsm)",
+    torch_name="torch.cholesky_solve",
+    torch_call=torch_call,
+    matrix="factor",
+    has_rhs=True,
+    dispatch=(
+        DispatchRule(When(ANY, batch_max=1), "cusolver", _XPOTRS, potrs_X, True, "batch == 1"),
+        DispatchRule(When(UP_TO_2_11, batch_min=2, nrhs_max=1, preferred=("cusolver",)),
+                     "cusolver", ("cusolverDn{T}potrsBatched",), potrs_batched, True,
+                     "batch > 1, preferred = cusolver, nrhs == 1"),
+        DispatchRule(When(UP_TO_2_11, batch_min=2, preferred=("cusolver",)), "cusolver",
+                     ("cusolverDnXpotrs × batch",), potrs_X, True,
+                     "batch > 1, preferred = cusolver, nrhs > 1"),
+        DispatchRule(When(UP_TO_2_11, batch_min=2), "magma", ("magma_{t}potrs_batched",), potrs_X,
+                     False, "batch > 1, default preference: MAGMA (replay runs the cuSOLVER path "
+                     "as reference)"),
+        DispatchRule(When(FROM_2_12, batch_min=2, batch_max=8, n_min=64), "cublas", _TRSM,
+                     trsm_solve_loop, True, "batch > 1, batch <= 8 and n >= 64: cuBLAS trsm loop"),
+        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", _TRSM_BATCHED, trsm_solve_batched,
+                     True, "batch > 1: cuBLAS trsmBatched"),
+    ),
+    cpu_calls=("LAPACK {t}potrs × batch",),
+    cpu_replay=lapack_potrs,
+    check_name="pot02",
+    check=lambda inputs, X, upper: checks.pot02(inputs.A, X, inputs.B, upper),
+    flop_count=lambda inputs, on_gpu: "potrs",
+    methods={m.name: m for m in (
+        TORCH, TORCH_CUSOLVER, REPLAY,
+        Method("potrs", _routine("X"), checkable=False),
+        Method("potrs_batched", _routine("batched"), gpu_only=True),
+        Method("trsm", _backend(trsm_solve_loop), gpu_only=True),
+        Method("trsm_batched", _backend(trsm_solve_batched), gpu_only=True),
+    )},
+    default_methods={"cuda": ("torch", "replay", "trsm_batched"),
+                     "cpu": ("torch", "replay", "potrs")},
+))

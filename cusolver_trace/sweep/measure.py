@@ -1,0 +1,293 @@
+"""Timing sweeps, the measuring half: torch against each method, side by side, checked.
+
+For every (dtype, n, batch) point, :func:`run_sweep` builds a seeded Hermitian positive
+definite input (:func:`cusolver_trace.matrices.spd`, cond 1e3 by default) and the op's
+inputs (:func:`cusolver_trace.ops.prepare_inputs`), then for each of the op's methods
+(:class:`cusolver_trace.ops.Method`, the public entry points with their default checks
+on):
+
+1. runs it once and judges the result with the op's LAPACK ratio (``pot01`` / ``pot02``
+   / ``pot03`` < 30 passes) — a method that fails is reported ``FAILED`` and gets no
+   GFLOP/s;
+2. times torch and all methods **interleaved in one**
+   :func:`cusolver_trace.timing.time_calls` run (CUDA events on a GPU; median, IQR in
+   ms), with an unchecked twin of each checked method when asked (``unchecked=True``:
+   rows with ``checked = False`` and the check's cost as ``check_overhead``);
+3. converts to GFLOP/s with the LAWN 41 count *named*, for inverses also on the potri
+   count (the least work that yields A⁻¹), and to % of the GEMM ceiling measured in the
+   same process (:mod:`cusolver_trace.ceiling`).
+
+Nothing here names an op: every op comes from the registry. Reporting (tables, JSON,
+CSV, plots) is :mod:`cusolver_trace.sweep.report`.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from .. import checks, ops
+from .._dtypes import dtype_info
+from ..ceiling import ceiling, percent_of_ceiling
+from ..timing import time_calls
+
+__all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
+           "default_methods", "spd_input"]
+
+_BIG_N = 4096  # from here on a CUDA input's QR and products run on the GPU
+
+
+def spd_input(n, batch_shape, cond, dtype, device, seed):
+    """:func:`cusolver_trace.matrices.spd`'s construction (Haar Q·diag(σ)·Qᴴ, σ geometric
+    1 → 1/cond, seeded CPU Gaussian); for CUDA and n >= 4096 the QR and the products run on
+    the GPU (the same matrix up to rounding; a CPU QR of order 16384 would take minutes)."""
+    from ..matrices import spd
+
+    dev = torch.device(device)
+    if dev.type != "cuda" or n < _BIG_N:
+        return spd(n, batch=batch_shape, cond=cond, dtype=dtype, device=dev, seed=seed)
+    dt = dtype_info(dtype)
+    c = torch.complex128 if dt.is_complex else torch.float64
+    G = torch.randn(*batch_shape, n, n, dtype=c, generator=torch.Generator().manual_seed(seed))
+    Q, R = torch.linalg.qr(G.to(dev))
+    del G
+    d = R.diagonal(dim1=-2, dim2=-1)
+    Q = Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
+    sigma = cond ** -(torch.arange(n, dtype=torch.float64, device=dev) / max(n - 1, 1))
+    A = (Q * sigma) @ Q.mH
+    return ((A + A.mH) / 2).to(dt.torch)
+
+
+@dataclass
+class Case:
+    """One sweep point: inputs on the device, built once and shared by all methods.
+
+    ``inputs``: :class:`cusolver_trace.ops.Inputs` (``A`` Hermitian positive definite,
+    ``x`` the op's matrix argument, ``B`` right-hand sides). A batch of 1 is an unbatched
+    ``(n, n)`` input (torch's batch-1 paths).
+    """
+
+    op: ops.Op
+    n: int
+    batch: int
+    dtype: str
+    device: str
+    upper: bool
+    nrhs: int
+    inputs: ops.Inputs
+
+    @property
+    def on_cuda(self) -> bool:
+        return torch.device(self.device).type == "cuda"
+
+    @property
+    def A(self):
+        return self.inputs.A
+
+    @property
+    def key(self) -> dict:
+        return dict(op=self.op.name, n=self.n, batch=self.batch, dtype=self.dtype,
+                    device=self.device, upper=self.upper,
+                    nrhs=self.nrhs if self.op.has_rhs else None)
+
+
+def make_case(op, n: int, batch: int = 1, dtype="float64", device="cpu", *,
+              upper: bool = False, nrhs: int = 1, seed: int = 0, cond: float = 1e3) -> Case:
+    """Build the inputs of one sweep point (seeded: the same on every run).
+
+    Raises
+    ------
+    cusolver_trace.ops.OpError
+        Unknown op.
+    ValueError
+        n < 1, batch < 1 or nrhs < 1.
+    TypeError
+        Unsupported dtype.
+    """
+    o = ops.get(op)
+    if n < 1 or batch < 1 or nrhs < 1:
+        raise ValueError(f"n, batch and nrhs must be >= 1, got n={n} batch={batch} nrhs={nrhs}")
+    name = dtype_info(dtype).name
+    shape = () if batch == 1 else (batch,)
+    A = spd_input(n, shape, cond, name, device, seed)
+    inputs = ops.prepare_inputs(o, A, upper=upper, nrhs=nrhs, seed=seed)
+    return Case(o, n, batch, name, str(A.device), upper, nrhs, inputs)
+
+
+def method_callable(case: Case, method: str, *, check: bool = True):
+    """A zero-argument callable running ``method`` on the case's inputs and returning the
+    result, through the public entry point with its checks (``check=False``: without).
+
+    Raises
+    ------
+    cusolver_trace.ops.OpError
+        The op has no such method (a ``ValueError``).
+    ValueError
+        A GPU-only method on a CPU case.
+    """
+    m = case.op.method(method)
+    if m.gpu_only and not case.on_cuda:
+        raise ValueError(f"method {method!r} runs cuSOLVER/cuBLAS batched or preferred-library "
+                         f"paths and needs a CUDA device (this sweep runs on {case.device})")
+    return m.make(case.op, case.inputs, case.upper, check)
+
+
+def flop_count(case: Case, method: str) -> tuple[str, float, float | None]:
+    """``(count name, flops of the method's algorithm, flops on the op's yardstick or None)``,
+    LAWN 41 real flops (complex expanded) times the batch."""
+    o, n, b = case.op, case.n, case.batch
+    f = functools.partial(checks.flops, complex=dtype_info(case.dtype).is_complex)
+    m = o.method(method)
+    if m.flop_count is not None and m.name not in ("torch", "torch_cusolver", "replay"):
+        name = m.flop_count(case.inputs, case.on_cuda)
+    else:
+        name = o.flop_count(case.inputs, case.on_cuda)
+
+    def count(c):
+        return f(c, n, case.nrhs) if c in ("potrs", "trsm") else f(c, n)
+
+    total = count(name) + (count(o.plus_count) if o.plus_count else 0)
+    label = f"{o.plus_count}+{name}" if o.plus_count else (
+        f"{name}(nrhs={case.nrhs})" if name in ("potrs", "trsm") else name)
+    yard = None
+    if o.yardstick:
+        yard = b * (count(o.yardstick) + (count(o.plus_count) if o.plus_count else 0))
+    return label, b * total, yard
+
+
+def default_methods(op, device) -> tuple:
+    """The methods a sweep runs on ``device`` when none are named (the op's defaults)."""
+    o = ops.get(op)
+    return o.default_methods.get(torch.device(_device(device)).type, tuple(o.methods))
+
+
+def _device(device) -> str:
+    if device is None:
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    return str(device)
+
+
+def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
+                 flush_l2: bool = False, ceil=None, unchecked: bool = False) -> list[dict]:
+    """Check every method once, then time torch and all methods interleaved; one row each.
+
+    ``torch`` is always included (first). Rows (JSON-ready dicts): the case's keys,
+    ``method``, ``resolved`` (what ``auto`` ran), ``checked`` (the entry point's checks on),
+    ``status`` (``ok`` / ``FAILED`` (ratio >= 30 or NaN) / ``ERROR``), ``check`` and
+    ``ratio``, ``error``, timing in ms (``median_ms``, ``q1_ms``, ``q3_ms``, ``iqr_ms``,
+    ``min_ms``, ``repeat``, ``clock``, ``noisy``), ``ratio_to_torch`` (median / torch's
+    median), ``check_overhead`` (checked / unchecked median, with ``unchecked=True``),
+    ``flop_count``, ``gflops``, ``pct_of_ceiling``, and for ops with a yardstick
+    ``gflops_potri`` / ``pct_of_ceiling_potri``; ``ceiling_gflops``. GFLOP/s fields are
+    None for a method that did not pass.
+    """
+    o = case.op
+    names = ["torch", *[m for m in method_names if m != "torch"]]
+    ceil = ceil if ceil is not None else ceiling(case.device, case.dtype)
+    rows, fns = {}, {}
+    for m in names:
+        variants = [(m, True)]
+        if unchecked and m in o.methods and o.methods[m].checkable:
+            variants.append((f"{m} (check=False)", False))
+        for label, check in variants:
+            row = dict(case.key, method=m, resolved=m, checked=check, status="ok",
+                       check=o.check_name, ratio=None, error=None)
+            try:
+                row["resolved"] = o.method(m).resolved(case.inputs)
+                fn = method_callable(case, m, check=check)
+                row["ratio"] = float(o.check(case.inputs, fn(), case.upper))
+                if not checks.passes(row["ratio"]):
+                    row["status"] = "FAILED"
+                fns[label] = fn
+            except Exception as exc:  # reported in the row, never timed
+                row.update(status="ERROR", error=f"{type(exc).__name__}: {exc}")
+            rows[label] = row
+    dev = case.device if case.on_cuda else None
+    timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, flush_l2=flush_l2) if fns else {}
+    t_torch = timings.get("torch")
+    for label, row in rows.items():
+        t = timings.get(label)
+        name, fl, fl_yard = flop_count(case, row["method"])
+        row.update(flop_count=name, ceiling_gflops=ceil.gemm_gflops)
+        if t is not None:
+            row.update({k: v for k, v in t.to_dict().items() if k != "max_ms"})
+            row["ratio_to_torch"] = t.median_ms / t_torch.median_ms if t_torch else None
+        twin = timings.get(f"{row['method']} (check=False)")
+        if row["checked"] and twin is not None and t is not None:
+            row["check_overhead"] = t.median_ms / twin.median_ms
+            row["check_cost_ms"] = t.median_ms - twin.median_ms
+        good = t is not None and row["status"] == "ok"
+        row["gflops"] = t.gflops(fl) if good else None
+        row["pct_of_ceiling"] = percent_of_ceiling(row["gflops"], ceil) if good else None
+        if fl_yard is not None:
+            row["gflops_potri"] = t.gflops(fl_yard) if good else None
+            row["pct_of_ceiling_potri"] = percent_of_ceiling(row["gflops_potri"], ceil) if good else None
+    return list(rows.values())
+
+
+def run_sweep(op="cholesky_inverse", n=(256, 1024), batch=(1,), dtype=("float64",),
+              method_names=None, *, device=None, upper: bool = False, nrhs: int = 1,
+              repeat: int = 10, warmup: int = 2, seed: int = 0, cond: float = 1e3,
+              flush_l2: bool = False, progress: bool = True, console=None,
+              shard: tuple[int, int] = (0, 1), unchecked: bool = False) -> list[dict]:
+    """Sweep ``op`` over every (dtype, n, batch); returns the rows of :func:`measure_case`.
+
+    Parameters
+    ----------
+    op : str
+        A registered op (:func:`cusolver_trace.ops.names`).
+    n, batch : iterables of int
+        Matrix orders and batch sizes (1 = unbatched (n, n)).
+    dtype : iterable of str
+        float32, float64, complex64, complex128.
+    method_names : iterable of str
+        Default: the op's defaults for the device.
+    device : str
+        Default ``cuda:0`` when torch sees a GPU, else ``cpu``.
+    upper, nrhs, seed, cond
+        Input set-up (see :func:`make_case`).
+    repeat, warmup, flush_l2
+        Timing (see :func:`cusolver_trace.timing.time_calls`).
+    progress : bool
+        Show a rich progress bar.
+    shard : (i, k)
+        Run only every k-th (dtype, n, batch) point starting at i (how ``--gpus`` splits a
+        sweep over GPUs).
+    unchecked : bool
+        Also time each checked method with ``check=False`` (the check's cost, as a ratio).
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    cusolver_trace.ops.OpError
+        Unknown op or method.
+    ValueError
+        A GPU-only method on the CPU.
+    """
+    o = ops.get(op)
+    device = _device(device)
+    names = list(method_names or default_methods(o, device))
+    bad = [m for m in names if m not in o.methods]
+    if bad:
+        raise ops.OpError(f"{o.name} has no method(s) {bad}; choose from {', '.join(o.methods)}")
+    gpu_only = sorted(m for m in names if o.methods[m].gpu_only)
+    if torch.device(device).type != "cuda" and gpu_only:
+        raise ValueError(f"method(s) {gpu_only} need a CUDA device; this sweep runs on {device}")
+    points = [(d, k, b) for d in dtype for k in n for b in batch][shard[0]::shard[1]]
+    rows = []
+    from rich.progress import Progress
+
+    with Progress(console=console, disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"{o.name} sweep", total=len(points))
+        for d, k, b in points:
+            bar.update(task, description=f"{o.name} {d} n={k} batch={b}")
+            case = make_case(o, k, b, d, device, upper=upper, nrhs=nrhs, seed=seed, cond=cond)
+            rows += measure_case(case, names, repeat=repeat, warmup=warmup, flush_l2=flush_l2,
+                                 unchecked=unchecked)
+            del case
+            bar.advance(task)
+    return rows

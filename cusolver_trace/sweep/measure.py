@@ -184,6 +184,8 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     """
     o = case.op
     names = ["torch", *[m for m in method_names if m != "torch"]]
+    for m in names:
+        o.method(m)  # an unknown method is an error, never a row of another op's method
     ceil = ceil if ceil is not None else ceiling(case.device, case.dtype)
     rows, fns = {}, {}
     for m in names:
@@ -226,7 +228,7 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     return list(rows.values())
 
 
-def run_sweep(op="cholesky_inverse", n=(256, 1024), batch=(1,), dtype=("float64",),
+def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
               method_names=None, *, device=None, upper: bool = False, nrhs: int = 1,
               repeat: int = 10, warmup: int = 2, seed: int = 0, cond: float = 1e3,
               flush_l2: bool = False, progress: bool = True, console=None,

@@ -131,8 +131,11 @@ def _write_json(trace, path: str, console) -> None:
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        except OSError as e:
+            raise _Failure(f"cannot write the JSON to {path}: {e.strerror or e}") from None
         console.print(f"[dim]JSON written to {escape(path)}[/dim]")
 
 
@@ -164,6 +167,15 @@ def _output_path_problem(option: str, path: str) -> str | None:
     elif not os.access(folder, os.W_OK | os.X_OK):
         return f"{option} {path}: permission denied (cannot create files in {folder})"
     return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` are one regular file (or one path that does not exist yet);
+    devices such as ``/dev/null`` may be shared."""
+    try:
+        return os.path.samefile(a, b) and os.path.isfile(a)
+    except (OSError, ValueError):  # one of them does not exist (yet)
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _os_error_text(e: OSError) -> str:
@@ -269,13 +281,24 @@ def _run(args: argparse.Namespace, say) -> int:
         raise _Failure("give either --from-log FILE or a command after '--', not both")
     if not args.from_log and not command:
         raise _Failure("nothing to run: give a command after '--' (or --from-log FILE)")
+    for option, path in (("--from-log", args.from_log), ("--json", args.json),
+                         ("--keep-log", args.keep_log)):
+        if path is not None and "\0" in path:
+            raise _Failure(f"{option} {path!r}: a file name cannot contain a NUL character")
     # Output paths are checked before anything runs: a program is not run for
     # nothing, and its exit status is never confused with trace's own failure.
-    for option, path in (("--json", args.json), ("--keep-log", args.keep_log)):
-        if path is not None and not (option == "--json" and path == "-"):
-            problem = _output_path_problem(option, path)
-            if problem:
-                raise _Failure(problem)
+    outputs = [(option, path) for option, path in (("--json", args.json),
+                                                   ("--keep-log", args.keep_log))
+               if path is not None and not (option == "--json" and path == "-")]
+    for option, path in outputs:
+        problem = _output_path_problem(option, path)
+        if problem:
+            raise _Failure(problem)
+    inputs = [("--from-log", args.from_log)] if args.from_log else []
+    for i, (option, path) in enumerate(outputs):
+        for other, other_path in outputs[i + 1:] + inputs:
+            if _same_file(path, other_path):
+                raise _Failure(f"{option} and {other} name the same file: {path}")
 
     if args.from_log:
         try:

@@ -284,7 +284,10 @@ def passes(ratio) -> bool | np.ndarray:
 # --------------------------------------------------------------------------- differences
 def _per_matrix(t: torch.Tensor, reduce: Callable) -> torch.Tensor:
     """Apply ``reduce(flat, dim=-1)`` per matrix (last two dims; all of a 0-/1-D tensor)."""
-    flat = t.reshape(*t.shape[:-2], -1) if t.ndim >= 2 else t.reshape(-1)
+    if t.ndim >= 2:
+        flat = t.reshape(*t.shape[:-2], t.shape[-2] * t.shape[-1])
+    else:
+        flat = t.reshape(-1)
     if flat.shape[-1] == 0:
         return torch.zeros(flat.shape[:-1], dtype=torch.float64, device=t.device)
     return reduce(flat, dim=-1)

@@ -615,6 +615,8 @@ def _raise_for_status(routine: str, acc, n: int, batch_shape, upper: bool) -> No
     """Decode the per-matrix check record of ``backends.*.inverse_status`` (on the host)
     and raise for the first failing batch element."""
     acc = np.asarray(acc).reshape(-1, 3)
+    if not acc.any():  # the common case: nothing to decode
+        return
     zero = np.where(acc[:, 0] > 0, n - acc[:, 0] + 1, 0)
     info = acc[:, 2]
     code = np.where(info != 0, info, zero)

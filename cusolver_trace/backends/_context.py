@@ -84,7 +84,7 @@ def handle_count() -> int:
     return len(_contexts())
 
 
-def _cupy_stream(cp, torch_stream, device_index):
+def cupy_stream(cp, torch_stream, device_index):
     """Make torch's stream CuPy's current stream (CuPy >= 14: ``Stream.from_external``)."""
     from_external = getattr(cp.cuda.Stream, "from_external", None)
     if from_external is not None:
@@ -109,7 +109,7 @@ def on_device(device):
         ctx = ctxs.get(idx)
         if ctx is None:
             ctx = ctxs[idx] = GpuContext(idx)
-        with _cupy_stream(cp, stream, idx):
+        with cupy_stream(cp, stream, idx):
             ctx.bind(stream.cuda_stream)
             yield ctx
 

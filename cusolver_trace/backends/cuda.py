@@ -27,7 +27,7 @@ from ..plans import Call, element_offset, lauum_plan, triangle, trtri_plan
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
-from ._context import on_device, pointer_array
+from ._context import cupy_stream, on_device, pointer_array
 
 APIS = ("X", "legacy", "batched")
 
@@ -416,8 +416,14 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
     int anyL = __syncthreads_or(badL);
     int anyX = __syncthreads_or(badX);
     if (threadIdx.x == 0) {
-        if (s_zero) atomicMax(&acc[3 * b], s_zero);
-        if (anyL || anyX) atomicOr(&acc[3 * b + 1], (anyL ? 1 : 0) | (anyX ? 2 : 0));
+        int flags = (anyL ? 1 : 0) | (anyX ? 2 : 0);
+        if (gridDim.y == 1) {  // one block per matrix: plain stores, acc needs no zeroing
+            acc[3 * b] = s_zero;
+            acc[3 * b + 1] = flags;
+        } else {
+            if (s_zero) atomicMax(&acc[3 * b], s_zero);
+            if (flags) atomicOr(&acc[3 * b + 1], flags);
+        }
         if (blockIdx.y == 0) acc[3 * b + 2] = info ? info[b] : 0;
     }
 }
@@ -431,20 +437,37 @@ STATUS(status_d, double, 1)
 STATUS(status_c, float, 2)
 STATUS(status_z, double, 2)
 """
-_STATUS_MODULE = {}
+_STATUS_FN: dict = {}      # (device index, type letter) -> compiled kernel
+_STATUS_STREAM: dict = {}  # (device index, torch stream pointer) -> CuPy view of that stream
 _THREADS = 256
+_PER_THREAD = 16           # elements per thread before a matrix gets a second block
 
 
-def _status_kernel(prefix: str):
-    module = _STATUS_MODULE.get("module")
-    if module is None:
-        module = _STATUS_MODULE["module"] = _load.cupy().RawModule(code=_STATUS_SRC)
-    return module.get_function(f"status_{prefix}")
+def _status_launch(idx: int, prefix: str, grid, args) -> None:
+    """Launch the check kernel on torch's current stream of device ``idx`` with as little
+    host work as the launch allows (the check is timed inside every checked call):
+    compiled function and stream view cached, no handle binding."""
+    cp = _load.cupy()
+    stream = torch.cuda.current_stream(idx)
+    key = (idx, stream.cuda_stream)
+    st = _STATUS_STREAM.get(key)
+    if st is None:
+        st = _STATUS_STREAM[key] = cupy_stream(cp, stream, idx)
+    fn = _STATUS_FN.get((idx, prefix))
+    if fn is None:
+        with cp.cuda.Device(idx):
+            fn = _STATUS_FN[idx, prefix] = cp.RawModule(code=_STATUS_SRC).get_function(
+                f"status_{prefix}")
+    if torch.cuda.current_device() != idx:
+        with torch.cuda.device(idx), cp.cuda.Device(idx), st:
+            fn(grid, (_THREADS,), args)
+    else:
+        with st:
+            fn(grid, (_THREADS,), args)
 
 
 def _batched_view(x: torch.Tensor) -> torch.Tensor:
-    n = x.shape[-1]
-    return x.reshape(-1, x.shape[-2], n)
+    return x.reshape(-1, x.shape[-2], x.shape[-1])
 
 
 def inverse_status(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Tensor | None):
@@ -455,20 +478,24 @@ def inverse_status(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Te
     * flags: 1 = the ``upper`` / lower triangle of L has a non-finite entry, 2 = X has one,
     * the routine's own ``info`` (0 when ``info`` is None).
 
-    One kernel launch on torch's current stream; no synchronization.
+    One kernel launch on torch's current stream (plus a memset when a matrix is large
+    enough to need several blocks); no synchronization.
     """
     dt = dtype_info(L.dtype)
     Lb, Xb = _batched_view(L), _batched_view(X)
     batch, n = Lb.shape[0], Lb.shape[-1]
-    acc = torch.zeros((batch, 3), dtype=torch.int32, device=L.device)
     if batch == 0 or n == 0:
-        return acc
+        return torch.zeros((batch, 3), dtype=torch.int32, device=L.device)
+    per = max(1, min(65535, -(-n * n // (_THREADS * _PER_THREAD))))
+    acc = (torch.empty if per == 1 else torch.zeros)((batch, 3), dtype=torch.int32, device=L.device)
     nc = 2 if dt.is_complex else 1
-    per = max(1, min(65535, -(-n * n // (_THREADS * 16))))
-    with on_device(L.device):
-        _status_kernel(dt.prefix)(
-            (batch, per), (_THREADS,),
-            (Lb.data_ptr(), *(s * nc for s in Lb.stride()), Xb.data_ptr(),
-             *(s * nc for s in Xb.stride()), np.int32(n), np.int32(bool(upper)),
-             0 if info is None else info.data_ptr(), acc.data_ptr()))
+    if info is not None:
+        info = info.reshape(-1)
+        if not info.is_contiguous() or info.dtype != torch.int32:
+            info = info.to(torch.int32).contiguous()
+    idx = L.device.index if L.device.index is not None else torch.cuda.current_device()
+    _status_launch(idx, dt.prefix, (batch, per),
+                   (Lb.data_ptr(), *(s * nc for s in Lb.stride()), Xb.data_ptr(),
+                    *(s * nc for s in Xb.stride()), np.int32(n), np.int32(bool(upper)),
+                    0 if info is None else info.data_ptr(), acc.data_ptr()))
     return acc

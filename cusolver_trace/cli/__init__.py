@@ -48,6 +48,8 @@ def _predictable(exc: BaseException) -> str | None:
 
     if isinstance(exc, MemoryError):
         return "out of memory: the inputs do not fit in this machine's memory"
+    if isinstance(exc, (KeyError, IndexError)):  # bugs, not inputs
+        return None
     if isinstance(exc, (ValueError, TypeError, GPUUnavailableError, LookupError,
                         np.linalg.LinAlgError)):
         return str(exc) or type(exc).__name__

@@ -1,0 +1,302 @@
+"""Regression tests for the defects a new user's trial and ~11,000 adversarial inputs found
+(issue "No silent wrong answer, no traceback, exit codes that mean what the README says").
+Each test failed on 8718e21. CPU only; the GPU side of the same paths is in
+tests/test_gpu_edge.py."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import cusolver_trace as ct
+from cusolver_trace.cli import main
+from cusolver_trace.compare import compare
+from cusolver_trace.matrices import spd
+
+
+def run_cli(*argv):
+    """The CLI in a child process: exit code, stdout, stderr (tracebacks are visible)."""
+    p = subprocess.run([sys.executable, "-m", "cusolver_trace", *argv], capture_output=True,
+                       text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+# --------------------------------------------------------------------------- silent wrong answers
+@pytest.mark.parametrize("text,upper", [("U", True), ("UPPER", True), ("upper", True), ("u", True),
+                                        ("L", False), ("Lower", False), ("l", False)])
+def test_uplo_is_parsed_strictly(text, upper, tmp_path):
+    out = tmp_path / "c.json"
+    assert main(["compare", "--op", "cholesky", "--n", "8", "--uplo", text, "--repeat", "0",
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())[0]["spec"]["upper"] is upper
+
+
+@pytest.mark.parametrize("text", ["up", "foo", "", "lower,", "upperr", "1"])
+def test_uplo_rejects_what_it_does_not_understand(text, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--op", "cholesky", "--n", "8", "--uplo", text])
+    assert e.value.code == 2
+    assert "uplo" in capsys.readouterr().err
+
+
+def test_trtri_unit_diagonal_returns_ones():
+    T = np.array([[4.0, 0.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(ct.trtri(T, unit_diagonal=True), [[1.0, 0.0], [-2.0, 1.0]])
+    bad = np.array([[np.nan, 0.0], [2.0, 0.0]])  # the diagonal is not read with a unit diagonal
+    np.testing.assert_array_equal(ct.trtri(bad, unit_diagonal=True), [[1.0, 0.0], [-2.0, 1.0]])
+    np.testing.assert_array_equal(ct.trtri(T.T, upper=True, unit_diagonal=True), [[1.0, -2.0], [0.0, 1.0]])
+
+
+def test_compare_upper_reads_only_the_upper_triangle():
+    A = spd(6, dtype="float64", seed=2)
+    garbage = A.clone()
+    garbage[..., 3, 0] = float("nan")  # below the diagonal: never read with upper=True
+    garbage[..., 5, 1] = 1e300
+    for op in ("cholesky", "cholesky_inverse", "cholesky_solve"):
+        c = compare(op, garbage, upper=True, timing=False, provenance=False)
+        assert c.verdict in ("bitwise-equal", "within-tolerance"), (op, c.verdict)
+        assert c.torch.ratio < 30 and c.replay.ratio < 30
+    ns = torch.tensor([[4.0, 0.0], [2.0, 3.0]], dtype=torch.float64)  # not Hermitian
+    c = compare("cholesky_inverse", ns, upper=True, timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance") and c.torch.ratio < 30
+
+
+def test_identical_nonfinite_outputs_are_equal():
+    F = torch.tensor([[float("nan"), 0.0], [1.0, 1.0]], dtype=torch.float64)
+    c = compare("cholesky_inverse", factor=F, timing=False, provenance=False)
+    assert c.verdict != "MISMATCH" and c.info_agree
+    B = spd(4, batch=(3,), seed=1)
+    L = torch.linalg.cholesky(B)
+    L[1] = 0  # a zero factor in a solve batch: inf / nan on both sides
+    c = compare("cholesky_solve", factor=L, timing=False, provenance=False)
+    assert c.verdict != "MISMATCH"
+
+
+def test_empty_input_is_compared_without_lapack(capfd):
+    for op in ("cholesky", "cholesky_inverse", "cholesky_solve"):
+        c = compare(op, torch.zeros((0, 0), dtype=torch.float64), timing=False, provenance=False)
+        assert c.verdict == "bitwise-equal", op
+        c = compare(op, torch.zeros((0, 3, 3), dtype=torch.float64), timing=False, provenance=False)
+        assert c.verdict == "bitwise-equal", op
+    assert "illegal value" not in capfd.readouterr().err
+    assert main(["compare", "--op", "cholesky_inverse", "--n", "0", "--repeat", "0"]) == 0
+
+
+def test_potri_of_an_all_inf_factor_raises():
+    with pytest.raises(ct.NonFiniteError, match="non-finite"):
+        ct.potri(np.full((3, 3), np.inf))
+    with pytest.raises(ct.NonFiniteError):
+        ct.cholesky_inverse(torch.full((2, 3, 3), float("inf"), dtype=torch.float64), method="potri")
+    assert np.all(np.isinf(ct.potri(np.full((3, 3), np.inf), check=False))
+                  | (ct.potri(np.full((3, 3), np.inf), check=False) == 0))
+
+
+def test_cholesky_replay_reports_a_nan_pivot_as_torch_does():
+    A = spd(5, seed=3)
+    A[1, 1] = float("nan")
+    c = compare("cholesky", A, timing=False, provenance=False)
+    assert c.torch.info == c.replay.info == [2]
+    assert c.verdict == "failed-alike"
+    L, info = ct.potrf(A.numpy(), check=False)
+    assert int(info) == 2
+
+
+def test_a_non_pd_matrix_names_its_minor_and_prints_no_distances():
+    A = spd(6, batch=(3,), seed=4)
+    A[2, 3, 3] = -5.0
+    c = compare("cholesky_inverse", A, timing=False, provenance=False)
+    assert any("leading minor of order 4 of batch element 2" in n for n in c.notes)
+    assert c.torch.ratio is None and c.replay.ratio is None  # ratios do not apply
+    c = compare("cholesky", A, timing=False, provenance=False)
+    assert c.verdict == "failed-alike" and c.max_ulp_distance is None and c.max_abs_diff is None
+    assert any("order 4 of batch element 2" in n for n in c.notes)
+    assert "max ULP" not in str(c)
+
+
+@pytest.mark.parametrize("argv", [
+    ["devices", "--n", "0"], ["devices", "--op", "cholesky_solve", "--nrhs", "-1"],
+    ["compare", "--op", "cholesky", "--n", "4", "--repeat", "-1"],
+    ["compare", "--op", "cholesky", "--n", "4", "--warmup", "-1"],
+    ["compare", "--op", "cholesky", "--n", "4", "--batch", "0"],
+    ["compare", "--op", "cholesky", "--n", "4", "--batch", "-2"],
+    ["compare", "--op", "cholesky_solve", "--n", "4", "--nrhs", "-1"],
+    ["compare", "--op", "cholesky", "--n", "4", "--dtype", "float16"],
+    ["compare", "--op", "cholesky", "--n", "4,x"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--repeat", "0", "--out", "x.json"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--shard", "5/2", "--out", "x.json"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--cond", "nan", "--out", "x.json"],
+    ["devices", "--repeat", "0"],
+])
+def test_bad_values_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_nrhs_for_an_op_without_right_hand_sides_is_an_error(capsys):
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--nrhs", "3"]) == 2
+    assert "takes none" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- no tracebacks, exit 2
+@pytest.mark.parametrize("argv,needle", [
+    (["compare", "--op", "cholesky", "--n", "1000000000"], "GiB"),
+    (["compare", "--op", "cholesky", "--n", "4", "--device", "gpu"], "--device"),
+    (["compare", "--op", "cholesky", "--n", "4", "--device", "mps"], "--device"),
+    (["compare", "--op", "cholesky", "--n", "4", "--device", "cuda:7"], "--device"),
+    (["devices", "--device", "cuda:1"], "--device"),
+])
+def test_predictable_failures_exit_2_with_one_line(argv, needle):
+    if torch.cuda.is_available() and "cuda:7" not in argv and "cuda:1" not in argv:
+        pytest.skip("the GPU-less answers are checked on a machine without a GPU")
+    rc, out, err = run_cli(*argv)
+    assert rc == 2, err
+    assert "Traceback" not in err and needle in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_output_paths_are_checked_before_any_work(tmp_path):
+    for argv in (["compare", "--op", "cholesky", "--n", "4", "--json", str(tmp_path)],
+                 ["compare", "--op", "cholesky", "--n", "4", "--json", str(tmp_path / "no" / "x.json")],
+                 ["sweep", "--op", "cholesky", "--n", "4", "--out", str(tmp_path / "no" / "r.json")],
+                 ["sweep", "--op", "cholesky", "--n", "4", "--out", str(tmp_path)],
+                 ["devices", "--json", str(tmp_path)]):
+        rc, out, err = run_cli(*argv)
+        assert rc == 2 and "Traceback" not in err, (argv, err)
+        assert out == "" or "Running" not in out  # nothing ran
+
+
+def test_an_internal_error_is_exit_3_never_1(monkeypatch, capsys):
+    import cusolver_trace.cli.info as info
+
+    def boom(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(info, "run", boom)  # the parser is built per call: it takes this one
+    assert main(["info"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error" in err
+
+
+# --------------------------------------------------------------------------- Python API
+def test_requires_grad_neg_and_conj_views_everywhere():
+    A = spd(5, dtype="complex128", seed=5).requires_grad_()
+    L, _ = ct.potrf(A)
+    assert not L.requires_grad
+    F = torch.linalg.cholesky(A.detach()).requires_grad_()
+    B = torch.ones(5, 2, dtype=torch.complex128, requires_grad=True)
+    ct.potrs(F, B)
+    ct.potri(F)
+    ct.cholesky_inverse(F, method="rec_trtri_lauum")
+    ct.trtri(F)
+    c = compare("cholesky_inverse", A, timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance")
+    neg = torch._neg_view(A.detach())  # a negative-bit view: -A
+    c = compare("cholesky", -neg, timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance")
+    c = compare("cholesky", A.detach().conj(), timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance")
+
+
+def test_compare_takes_numpy_and_checks_b():
+    A = spd(4, seed=6).numpy()
+    c = compare("cholesky_solve", A, np.ones((4, 2)), timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance")
+    with pytest.raises(ValueError, match="at least 2-D"):
+        compare("cholesky_solve", A, np.ones(4))
+    with pytest.raises(ValueError, match="must have shape"):
+        compare("cholesky_solve", A, np.ones((3, 2)))
+    with pytest.raises(ValueError):
+        compare("cholesky_inverse", factor=np.ones(3))
+    with pytest.raises(TypeError):
+        compare("cholesky_inverse", factor="not a matrix")
+    with pytest.raises(ValueError, match="meta"):
+        compare("cholesky", torch.empty(3, 3, device="meta"))
+    with pytest.raises(ValueError):
+        compare("cholesky", A, repeat=-1)
+    c = compare("cholesky", A, repeat=0, provenance=False)
+    assert c.torch.timing is None
+
+
+def test_compare_solve_with_batch_0_and_0x0():
+    for shape in ((0, 3, 3), (0, 0)):
+        c = compare("cholesky_solve", torch.zeros(shape, dtype=torch.float64), timing=False,
+                    provenance=False)
+        assert c.verdict == "bitwise-equal"
+
+
+def test_compare_negative_stride_and_big_endian_numpy():
+    A = spd(5, seed=7).numpy()
+    for X in (A[::-1, ::-1], A.astype(">f8")):
+        before = X.copy()
+        c = compare("cholesky", X, timing=False, provenance=False)
+        assert c.verdict in ("bitwise-equal", "within-tolerance")
+        np.testing.assert_array_equal(X, before)
+
+
+# --------------------------------------------------------------------------- notebook and output
+def test_one_display_short_repr_and_scoped_html(monkeypatch):
+    c = compare("cholesky", spd(4), timing=False, provenance=False)
+    r = repr(c)
+    assert r.startswith("<Comparison cholesky") and len(r) < 200
+    html = c._repr_html_()
+    assert html.lstrip().startswith("<pre") and "<body" not in html and "<style" not in html
+    import io
+    import contextlib
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        text = str(c)
+    assert buf.getvalue() == "" and "verdict" in text
+
+
+def test_render_leaks_no_file_handle():
+    import os
+
+    c = compare("cholesky", spd(4), timing=False, provenance=False)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        c._repr_html_()
+        str(c)
+    assert len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_json_is_always_a_list_with_seed_and_date(tmp_path, capsys):
+    out = tmp_path / "one.json"
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", "--seed", "7",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert isinstance(data, list) and len(data) == 1
+    assert data[0]["spec"]["seed"] == 7 and data[0]["spec"]["date"]
+    capsys.readouterr()
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", "--json", "-"]) == 0
+    stdout = capsys.readouterr().out
+    assert isinstance(json.loads(stdout), list)  # pure JSON on stdout
+    assert not (tmp_path / "-").exists()
+
+
+def test_noisy_timing_is_flagged():
+    from cusolver_trace.timing import Timing
+
+    assert Timing.from_samples([1.0, 1.0, 2.0, 3.0], "x").noisy
+    assert not Timing.from_samples([1.0, 1.01, 1.02, 1.0], "x").noisy
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and ct.__version__ in capsys.readouterr().out
+
+
+def test_devices_cpu_default_is_small(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("the CPU default applies on a machine without a GPU")
+    out = tmp_path / "d.json"
+    rc, _, err = run_cli("devices", "--repeat", "1", "--warmup", "0", "--json", str(out))
+    assert rc == 0, err
+    assert json.loads(out.read_text())[0]["device"] == "cpu"

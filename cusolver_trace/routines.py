@@ -380,9 +380,21 @@ def _torch_cuda(c, upper):
 
 
 def _torch_cpu(c, upper):
+    """torch's CPU cholesky_inverse (LAPACK potri). It raises for a zero pivot; that becomes
+    ``info`` (and a NaN result), so the one check path reports it like every other method."""
+    import re
+
     import torch
 
-    return torch.cholesky_inverse(torch.from_numpy(np.ascontiguousarray(c)), upper=upper).numpy(), None
+    try:
+        return torch.cholesky_inverse(torch.from_numpy(np.ascontiguousarray(c)),
+                                      upper=upper).numpy(), None
+    except torch.linalg.LinAlgError as exc:
+        info = np.zeros(int(np.prod(c.shape[:-2], dtype=np.int64)), np.int32)
+        k = re.search(r"diagonal element (\d+)", str(exc))
+        b = re.search(r"Batch element (\d+)", str(exc))
+        info[int(b.group(1)) if b else 0] = int(k.group(1)) if k else 1
+        return np.full(c.shape, np.nan, dtype=c.dtype), info
 
 
 def _reference_plans(recursive: bool):

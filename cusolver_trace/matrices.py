@@ -289,7 +289,7 @@ def _check_npy_dtype(path: Path, dt: np.dtype) -> None:
 
 
 # Matrix Market. scipy.io.mmread is the reader, but its C++ backend (fast_matrix_market,
-# scipy >= 1.12) is not safe on malformed text: a last number with trailing characters and
+# scipy >= 1.12; seen with scipy 1.17) is not safe on malformed text: a last number with trailing characters and
 # no final newline ("2E", "1_0", "0x10"), or a NUL byte inside a number, makes it read out
 # of bounds and the process dies with SIGSEGV; an array file of size "0 n" dies with
 # SIGFPE. Elsewhere it silently accepts a number's prefix ("2abc" -> 2, "2.5" in an
@@ -309,19 +309,21 @@ _MM_VALUE_TEXT = {"real": "one real number", "double": "one real number",
                   "pattern": "no value"}
 _MM_BANNER = re.compile(rb"%%MatrixMarket[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]*\r?")
 _MM_SIZE = re.compile(rb"[ \t]*([0-9]+)[ \t]+([0-9]+)(?:[ \t]+([0-9]+))?[ \t]*\r?")
-_MM_BLANK = re.compile(rb"^[ \t]*\r?$", re.M)
+_MM_BLANK = re.compile(rb"[ \t]*\r?")
+_MM_BLANK_LINES = re.compile(rb"\n[ \t]*\r?(?=\n|\Z)")  # each match: one blank line
 _MM_INT64 = 2**63 - 1
 
 
 def _mm_bad_line_re(fmt: str, mm_field: str) -> re.Pattern:
-    """A regex whose first match is at the start of the first line that is neither an
-    entry of this format and field nor blank."""
+    """A regex whose first match is the newline before the first line that is neither
+    one entry of this format and field nor blank (a literal first character lets the
+    regex engine skip ahead to each newline)."""
     value = _MM_VALUE[mm_field]
     if fmt == "array":
         entry = rb"[ \t]*(?:" + value + rb")"
     else:
         entry = rb"[ \t]*[0-9]+[ \t]+[0-9]+" + (b"" if value is None else rb"[ \t]+(?:" + value + rb")")
-    return re.compile(rb"^(?!(?:" + entry + rb")?[ \t]*\r?$)", re.M)
+    return re.compile(rb"\n(?!(?:" + entry + rb")?[ \t]*\r?(?:\n|\Z))")
 
 
 def _short(line: bytes) -> str:
@@ -400,22 +402,26 @@ def _read_mtx(path: Path) -> np.ndarray:
             "" if symmetry == "general" else
             ", one triangle" if symmetry != "skew-symmetric" else ", strictly lower triangle")
 
-    # every data line: exactly one entry of this format and field, or blank
-    body = data[pos:]
-    b = _mm_bad_line_re(fmt, mm_field).search(body)
+    # every data line: exactly one entry of this format and field, or blank. The body
+    # starts at the newline that ends the size line; each newline starts one line.
+    # (Searched in place, from ``body``: no copy of a large text.)
+    body = pos - 1 if data[pos - 1:pos] == b"\n" else len(data)
+    b = _mm_bad_line_re(fmt, mm_field).search(data, body)
     if b is not None:
-        stop = body.find(b"\n", b.start())
-        line = body[b.start():] if stop < 0 else body[b.start():stop]
-        where = lineno + 1 + body.count(b"\n", 0, b.start())
+        stop = data.find(b"\n", b.start() + 1)
+        line = data[b.start() + 1:] if stop < 0 else data[b.start() + 1:stop]
+        where = lineno + data.count(b"\n", body, b.start() + 1)
         layout = ("ROW COLUMN and " if fmt == "coordinate" else "") + _MM_VALUE_TEXT[mm_field]
         raise bad(f"line {where}: expected {layout}, got {_short(line)}")
-    found = body.count(b"\n") + 1 - len(_MM_BLANK.findall(body))
+    found = data.count(b"\n", body) - len(_MM_BLANK_LINES.findall(data, body))
     if found != expected:
         raise InputFileError(f"{path}: expected {expected} entries ({why}), found {found}"
                              + (" (truncated?)" if found < expected else ""))
     dtype = np.dtype(_MM_FIELDS[mm_field])
     if n == 0:  # nothing to read (and scipy's backend dies with SIGFPE on some empty arrays)
         return np.zeros((0, 0), dtype)
+    if n >= 2**31:  # >= 2**62 dense entries: no memory holds them (and row·n + col overflows)
+        raise InputFileError(f"{path}: the dense {n}x{n} matrix does not fit in memory")
 
     import scipy.io
 
@@ -425,7 +431,7 @@ def _read_mtx(path: Path) -> np.ndarray:
         a = scipy.io.mmread(io.BytesIO(data))
         if fmt == "coordinate":
             key = a.row.astype(np.int64) * n + a.col.astype(np.int64)
-            uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+            uniq, counts = np.unique(key, return_counts=True)
             if len(uniq) != len(key):
                 i, j = divmod(int(uniq[np.argmax(counts > 1)]), n)
                 i, j = (i, j) if symmetry == "general" else (max(i, j), min(i, j))
@@ -449,15 +455,21 @@ def _read_mtx(path: Path) -> np.ndarray:
 
 
 def _symmetrize_noise(A: torch.Tensor, info) -> torch.Tensor:
-    """(A + Aᴴ)/2 when A is finite and its asymmetry is rounding noise; else A unchanged."""
+    """A's Hermitian part when A is finite and its asymmetry is rounding noise; else A.
+
+    Entries already equal to their mirror are kept bit for bit; the others become
+    a/2 + b/2, which equals (a + b)/2 rounded once but cannot overflow near the
+    largest float (a + b can). Addition commutes exactly, so the result is exactly
+    Hermitian (its diagonal real).
+    """
     if A.numel() == 0 or not bool(torch.isfinite(A).all()):
         return A
-    asym = float((A - A.mH).abs().max())
+    AH = A.mH.resolve_conj()
+    asym = float((A - AH).abs().max())
     scale = float(A.abs().max())
     if asym > _HERMITIAN_RTOL * info.lapack_eps * scale:
         return A
-    A64 = A.to(torch.complex128 if A.is_complex() else torch.float64)
-    return _finish(A64, info.name, "cpu")
+    return torch.where(A == AH, A, A / 2 + AH / 2)
 
 
 def from_file(path, *, dtype=None) -> torch.Tensor:

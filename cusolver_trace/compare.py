@@ -255,7 +255,7 @@ def as_input(x, name: str):
 def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised: bool,
             fails_on_info: bool, factor_failed: bool, nonfinite_alike: bool,
             nonfinite: bool, nan_mismatches: int, rel_diff: float, tolerance: float,
-            torch_passes: bool, replay_passes: bool) -> str:
+            torch_passes: bool, replay_passes: bool, input_nonfinite: bool = False) -> str:
     """The verdict of one comparison, from facts already measured (pure).
 
     Parameters
@@ -272,6 +272,9 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         For this op ``info > 0`` leaves the result unspecified (potrf).
     factor_failed : bool
         Both sides got a partial factor (A is not positive definite).
+    input_nonfinite : bool
+        The op's input holds NaN / Inf where the op reads it: LAPACK leaves the result
+        unspecified, so only bitwise equality and info are compared.
     nonfinite_alike : bool
         Both outputs are non-finite at exactly the same places (same NaN / ±Inf).
     nonfinite : bool
@@ -307,6 +310,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         return "bitwise-equal"
     if not info_agree:
         return "MISMATCH"
+    if input_nonfinite:
+        return "failed-alike"
     if factor_failed or nonfinite:
         alike = nan_mismatches == 0 and (nonfinite_alike if nonfinite else True)
         return "failed-alike" if alike and rel_diff <= tolerance else "MISMATCH"
@@ -357,6 +362,17 @@ def _finite_rel_diff(X, Y) -> float:
     both = torch.isfinite(X) & torch.isfinite(Y)
     x, y = torch.where(both, X, 0), torch.where(both, Y, 0)
     return float(checks.rel_fro_diff(x, y))
+
+
+def _torch_cpu_behaviour(op, inputs, upper) -> str:
+    """What torch's CPU path does with the same inputs (said beside non-finite CUDA results)."""
+    cpu = ops.Inputs(inputs.A.cpu(), inputs.x.cpu(), None if inputs.B is None else inputs.B.cpu())
+    try:
+        out, _ = op.torch_call(cpu, upper)
+    except Exception as exc:  # torch.linalg.LinAlgError and friends
+        return f"torch's CPU path raises {type(exc).__name__}: {exc}"
+    bad = int(checks.nonfinite_count(out))
+    return f"torch's CPU path returns {bad} non-finite entries" + (" too" if bad else " (all finite)")
 
 
 def _failure_notes(op, inputs, t_info_l, r_info_l) -> list[str]:
@@ -487,6 +503,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         info_agree = t_info_l == r_info_l
     info_failed = any(t_info_l) or any(r_info_l)
     compared = t_error is None and not (info_failed and o.fails_on_info)
+    tri = x.triu() if upper else x.tril()
+    input_nonfinite = not bool(torch.isfinite(tri).all()) or (
+        inputs.B is not None and not bool(torch.isfinite(inputs.B).all()))
 
     bit = t_error is None and checks.bitwise_equal(t_out, r_out)
     nan_mis = max_abs = max_ulp = rel = None
@@ -502,7 +521,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     def side(name, out, info):
         if out is None:
             return Side(name, o.check_name, None, info, 0, None, None, t_error)
-        applies = compared and not inputs.factor_failed and not checks.nonfinite_count(out)
+        applies = (compared and not inputs.factor_failed and not input_nonfinite
+                   and not checks.nonfinite_count(out))
         ratio = float(o.check(inputs, out, upper)) if applies and out.numel() else (
             0.0 if applies else None)
         asym = float(checks.asymmetry(out)) if o.hermitian_result else None
@@ -516,10 +536,14 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 nan_mismatches=nan_mis or 0, rel_diff=rel if rel is not None else 0.0,
                 tolerance=30 * dt.lapack_eps * max(inputs.n, 1),
                 torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
-                replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)))
+                replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)),
+                input_nonfinite=input_nonfinite)
 
     if t_error is not None:
         notes.append(f"torch raised: {t_error}")
+    if input_nonfinite and not (info_failed and o.fails_on_info):
+        notes.append("the input holds NaN / Inf where the op reads it: LAPACK leaves the result "
+                     "unspecified, so the outputs are compared for bitwise equality only")
     notes += _failure_notes(o, inputs, t_info_l, r_info_l)
     fnote = _factor_failure_note(inputs, upper)
     if fnote:
@@ -536,6 +560,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                      + (" at the same places" if compared and alike else "")
                      + "; cuSOLVER potrs reports nothing for a singular factor and potrf can "
                      "return info = 0 on NaN input")
+        if device.type == "cuda":
+            notes.append(_torch_cpu_behaviour(o, inputs, upper))
     if inputs.n == 0 or inputs.batch == 0:
         notes.append("empty input: both sides return empty results; no library routine was "
                      "called by the replay")

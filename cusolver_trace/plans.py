@@ -221,9 +221,11 @@ def _op(x, trans):
     return x.mH if trans == "C" else x
 
 
-def _set_triangle(view, value, uplo):
+def _set_triangle(view, value, uplo, hermitian=False):
     keep = torch.ones(view.shape, dtype=torch.bool, device=view.device)
     view.copy_(torch.where(_tri(keep, uplo), value, view))
+    if hermitian and view.is_complex():  # herk / lauum leave a real diagonal (imaginary part 0)
+        view.diagonal().imag.zero_()
 
 
 def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0) -> None:
@@ -245,14 +247,14 @@ def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0) -> None
         C = view(c.c, c.m, c.n)
         if c.routine == "lauum":
             T = _tri(C, c.uplo)
-            _set_triangle(C, T.mH @ T if c.uplo == "L" else T @ T.mH, c.uplo)
+            _set_triangle(C, T.mH @ T if c.uplo == "L" else T @ T.mH, c.uplo, hermitian=True)
         elif c.routine in ("trtri", "trsm_inv"):
             T = _tri(C, c.uplo)
             eye = torch.eye(c.n, dtype=C.dtype, device=C.device)
             _set_triangle(C, torch.linalg.solve_triangular(T, eye, upper=c.uplo == "U"), c.uplo)
         elif c.routine == "syrk":
             A = _op(view(c.a, *((c.k, c.n) if c.trans == "C" else (c.n, c.k))), c.trans)
-            _set_triangle(C, c.alpha * (A @ A.mH) + c.beta * C, c.uplo)
+            _set_triangle(C, c.alpha * (A @ A.mH) + c.beta * C, c.uplo, hermitian=True)
         elif c.routine == "trmm":
             r = c.m if c.side == "L" else c.n
             T = _op(_tri(view(c.a, r, r), c.uplo), c.trans)

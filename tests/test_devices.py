@@ -58,7 +58,8 @@ def test_sweep_shards_and_spread_merge(tmp_path):
 
     from rich.console import Console
 
-    from cusolver_trace.sweep import run_sweep, spread_over_gpus
+    from cusolver_trace.cli.sweep import spread_over_gpus
+    from cusolver_trace.sweep import run_sweep
 
     kw = dict(method_names=["torch", "potri"], device="cpu", repeat=1, warmup=0, progress=False)
     a = run_sweep("cholesky_inverse", [8, 12, 16], [1], ["float64"], shard=(0, 2), **kw)
@@ -66,7 +67,7 @@ def test_sweep_shards_and_spread_merge(tmp_path):
     assert sorted({r["n"] for r in a}) == [8, 16] and {r["n"] for r in b} == {12}
     args = argparse.Namespace(op="cholesky_inverse", n=[8, 12, 16], batch=[1], dtype=["float64"],
                               method=["torch", "potri"], upper=False, nrhs=1, repeat=1, warmup=0,
-                              cond=1e3, seed=0, flush_l2=False, device="cpu")
+                              cond=1e3, seed=0, flush_l2=False, unchecked=False, device="cpu")
     rows = spread_over_gpus(args, ["", ""], Console(file=open(tmp_path / "log", "w")))
     assert sorted((r["n"], r["method"]) for r in rows) == sorted(
         (n, m) for n in (8, 12, 16) for m in ("torch", "potri"))

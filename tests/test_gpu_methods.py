@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cusolver_trace import checks, methods, sweep
+from cusolver_trace import checks, plans, routines, sweep
+from cusolver_trace.backends.cuda import potrf_trsm_batched
 from cusolver_trace._dtypes import dtype_info
 from cusolver_trace.ceiling import ceiling
 from cusolver_trace.errors import SingularFactorError
@@ -13,7 +14,14 @@ from cusolver_trace.matrices import lapack_test_matrix, spd
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
-FACTOR_METHODS = list(methods.METHODS)
+FACTOR_METHODS = list(routines.METHOD_NAMES)
+
+
+def _cuda_inverse(F, upper, method):
+    """The method's CUDA implementation, unchecked and unsynchronized: (Ainv, info or None)."""
+    batch = F[..., 0, 0].numel()
+    name = routines.resolve_method(method, F.shape[-1], batch, F.dtype, "cuda")
+    return routines.INVERSE_METHODS[name].cuda(F, upper)
 
 
 def _tol(dtype, cond=1e4, n=1000):
@@ -28,7 +36,7 @@ def _tol(dtype, cond=1e4, n=1000):
 def test_method_pot03(method, n, upper, dtype):
     A = spd(n, cond=1e6, dtype=dtype, device="cuda", seed=n)
     F = torch.linalg.cholesky(A, upper=upper)
-    X = methods.inverse(F, upper, method)
+    X = routines.cholesky_inverse(F, upper, method=method)
     assert X.shape == A.shape and X.dtype == A.dtype and X.device == A.device
     assert checks.pot03(A, X) < checks.THRESHOLD
     if method in ("potri", "trtri_lauum", "rec_trtri_lauum"):
@@ -42,7 +50,7 @@ def test_method_pot03(method, n, upper, dtype):
 def test_method_pot03_lapack_types(method, upper, dtype, kind):
     A = lapack_test_matrix(kind, 700, dtype=dtype, device="cuda", seed=2).A
     F = torch.linalg.cholesky(A, upper=upper)
-    assert checks.pot03(A, methods.inverse(F, upper, method)) < checks.THRESHOLD
+    assert checks.pot03(A, routines.cholesky_inverse(F, upper, method=method)) < checks.THRESHOLD
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -51,14 +59,14 @@ def test_method_pot03_lapack_types(method, upper, dtype, kind):
 def test_deep_recursion_with_gemm_split_matches_cpu_plan(monkeypatch, kernel, dtype, upper):
     """Small blocks: many levels, syrk and trmm split into gemm; the GPU executor (device pointers)
     and the CPU reference executor (as_strided views) run the same plan."""
-    monkeypatch.setattr(methods, "BLOCKING", dict(lauum_base=64, trtri_base=80, block=32,
-                                                  syrk_base=64, trmm_base=48, trtri_kernel=kernel))
+    monkeypatch.setattr(plans, "BLOCKING", dict(lauum_base=64, trtri_base=80, block=32,
+                                                syrk_base=64, trmm_base=48, trtri_kernel=kernel))
     A = spd(1000, batch=(2,), cond=1e4, dtype=dtype, device="cuda", seed=5)
     F = torch.linalg.cholesky(A, upper=upper)
     for m in ("trtri_lauum", "rec_trtri_lauum"):
-        X = methods.inverse(F, upper, m)
+        X = routines.cholesky_inverse(F, upper, method=m)
         assert checks.pot03(A, X) < checks.THRESHOLD
-        ref = methods.inverse(F.cpu(), upper, m)
+        ref = routines.cholesky_inverse(F.cpu(), upper, method=m)
         assert checks.rel_fro_diff(X.cpu(), ref) < _tol(dtype)
 
 
@@ -70,10 +78,10 @@ def test_batched_methods_vs_torch(batch, n, upper, dtype):
     F = torch.linalg.cholesky(A, upper=upper)
     ref = torch.cholesky_inverse(F, upper=upper)
     for m in ("trsm_batched", "auto"):
-        X = methods.inverse(F, upper, m)
+        X = routines.cholesky_inverse(F, upper, method=m)
         assert checks.pot03(A, X) < checks.THRESHOLD
         assert checks.rel_fro_diff(X, ref) < _tol(dtype)
-    X, info = methods.potrf_trsm_batched(A, upper)
+    X, info = potrf_trsm_batched(A, upper)
     assert (info == 0).all() and info.shape == (batch,)
     assert checks.pot03(A, X) < checks.THRESHOLD
     assert checks.rel_fro_diff(X, ref) < _tol(dtype)
@@ -81,7 +89,7 @@ def test_batched_methods_vs_torch(batch, n, upper, dtype):
 
 def test_potrf_trsm_batched_reports_the_failing_minor():
     t = lapack_test_matrix("zero-middle", 32, batch=(4,), device="cuda")
-    _, info = methods.potrf_trsm_batched(t.A)
+    _, info = potrf_trsm_batched(t.A)
     assert info.tolist() == [t.expected_info] * 4
 
 
@@ -90,25 +98,30 @@ def test_singular_factor_raises(method):
     F = torch.linalg.cholesky(spd(600, device="cuda", seed=1))
     F[300, 300] = 0
     with pytest.raises(SingularFactorError) as e:
-        methods.inverse(F, method=method)
+        routines.cholesky_inverse(F, method=method)
     assert e.value.index == 301
 
 
 def test_auto_follows_the_table():
     for batch, n in [(1, 64), (1, 4096), (1000, 32), (8, 512)]:
-        want = methods.auto_method(n, batch, "float64", "cuda")
+        want = routines.resolve_method("auto", n, batch, "float64", "cuda")
         shape = () if batch == 1 else (batch,)
         F = torch.linalg.cholesky(spd(n, batch=shape, device="cuda", seed=3))
-        X, _ = methods.cuda_inverse(F, False, "auto")
-        Y, _ = methods.cuda_inverse(F, False, want)
+        assert routines.inverse_method(F, "auto") == want
+        X = routines.cholesky_inverse(F, False, method="auto", check=False)
+        Y, _ = routines.INVERSE_METHODS[want].cuda(F, False)
         assert checks.bitwise_equal(X, Y), (batch, n, want)
 
 
 def test_cuda_inverse_contract():
     F = torch.linalg.cholesky(spd(64, batch=(3, 2), device="cuda"))
     for m in FACTOR_METHODS:
-        X, info = methods.cuda_inverse(F, False, m)
-        assert X.shape == F.shape and info.dtype == torch.int32 and info.shape == (6,)
+        X, info = _cuda_inverse(F, False, m)
+        assert X.shape == F.shape
+        if info is None:  # new design: only torch's own call reports no info
+            assert routines.resolve_method(m, 64, 6, "float64", "cuda") == "torch"
+            continue
+        assert info.dtype == torch.int32 and info.shape == (6,)
         assert info.device == F.device and (info == 0).all()
 
 

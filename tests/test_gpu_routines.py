@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import cusolver_trace as ct
-from cusolver_trace import _cuda_impl, checks, routines
-from cusolver_trace._gpu import handle_count, on_device
+from cusolver_trace import checks, routines
+from cusolver_trace.backends import cuda as cuda_backend
+from cusolver_trace.backends._context import handle_count, on_device
 from cusolver_trace.matrices import spd
 from cusolver_trace.raw import cusolver
 
@@ -172,5 +173,5 @@ def test_trtri_and_trsm_inverse(upper):
     I = torch.eye(300, dtype=torch.float64, device="cuda")
     assert float((Finv @ F - I).abs().max()) < 1e-10
     for batched in (False, True):
-        X, _ = _cuda_impl.trsm_identity_inverse(F[None], upper, batched)
+        X, _ = cuda_backend.trsm_identity_inverse(F[None], upper, batched)
         assert checks.pot03(A, X[0]) < 30

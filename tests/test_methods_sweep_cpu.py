@@ -8,6 +8,7 @@ here; the GPU run of the same plans is in ``tests/test_gpu_methods.py``.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -16,40 +17,44 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cusolver_trace import checks, methods, sweep
+from cusolver_trace import checks, ops, plans, routines, sweep
+from cusolver_trace.backends import cpu as cpu_backend
 from cusolver_trace.ceiling import Ceiling, ceiling, percent_of_ceiling
 from cusolver_trace.cli import main
 from cusolver_trace.errors import SingularFactorError
 from cusolver_trace.matrices import spd
-from cusolver_trace.methods import (Call, element_offset, lauum_plan, run_plan_reference,
-                                    split_point, trtri_plan)
+from cusolver_trace.plans import (Call, element_offset, lauum_plan, run_plan_reference,
+                                  split_point, trtri_plan)
+from cusolver_trace.routines import AutoRule
 
 SMALL = dict(base=4, block=2, syrk_base=4, trmm_base=3)  # many recursion levels at small n
 
 
 @pytest.fixture
 def small_blocking(monkeypatch):
-    monkeypatch.setattr(methods, "BLOCKING", dict(
+    monkeypatch.setattr(plans, "BLOCKING", dict(
         lauum_base=4, trtri_base=5, block=2, syrk_base=4, trmm_base=3, trtri_kernel="trsm"))
 
 
 # --------------------------------------------------------------------------- auto table
 def test_auto_table_rules_name_known_methods_and_cover_every_shape():
-    for rule in methods.AUTO_TABLE.values():
-        assert rule["method"] in methods.METHODS and rule["method"] != "auto"
+    for rule in routines.AUTO_TABLE.values():
+        assert rule.method in routines.METHOD_NAMES and rule.method != "auto"
     for dev in ("cpu", "cuda"):
         for n in (1, 8, 128, 129, 2047, 2048, 16384):
             for batch in (1, 2, 10000):
-                assert methods.auto_method(n, batch, "float64", dev) in methods.METHODS
+                assert routines.resolve_method("auto", n, batch, "float64", dev) in routines.METHOD_NAMES
 
 
 def test_auto_first_matching_rule_wins(monkeypatch):
-    monkeypatch.setattr(methods, "AUTO_TABLE", {
-        "a": dict(device="cuda", batch_min=2, n_max=64, method="trsm_batched"),
-        "b": dict(device="cuda", n_min=32, dtypes=("float32",), method="potri"),
-        "c": dict(device="cuda", batch_max=1, n_min=100, method="trtri_lauum"),
+    monkeypatch.setattr(routines, "AUTO_TABLE", {
+        "a": AutoRule("trsm_batched", device="cuda", batch_min=2, n_max=64),
+        "b": AutoRule("potri", device="cuda", n_min=32, dtypes=("float32",)),
+        "c": AutoRule("trtri_lauum", device="cuda", batch_max=1, n_min=100),
     })
-    auto = methods.auto_method
+
+    def auto(n, batch, dtype, device):
+        return routines.resolve_method("auto", n, batch, dtype, device)
     assert auto(64, 2, "float32", "cuda") == "trsm_batched"     # a before b
     assert auto(65, 2, "float32", "cuda") == "potri"            # b (dtype matches)
     assert auto(100, 1, "float64", "cuda") == "trtri_lauum"     # b's dtype does not match
@@ -61,7 +66,7 @@ def test_auto_first_matching_rule_wins(monkeypatch):
 
 
 def test_cpu_auto_is_lapack_potri():
-    assert methods.auto_method(512, 1, "float64", "cpu") == "potri"
+    assert routines.resolve_method("auto", 512, 1, "float64", "cpu") == "potri"
 
 
 # --------------------------------------------------------------------------- plans
@@ -168,7 +173,7 @@ def test_plan_flops_match_lawn41():
 
 
 def test_lauum_base_by_dtype(monkeypatch):
-    monkeypatch.setitem(methods.BLOCKING, "lauum_base", {"float32": 100, "float64": 1000,
+    monkeypatch.setitem(plans.BLOCKING, "lauum_base", {"float32": 100, "float64": 1000,
                                                          "complex64": 1000, "complex128": 10})
     assert len(lauum_plan(500, dtype="float64")) == 1
     assert len(lauum_plan(500, dtype=torch.complex64)) == 1
@@ -200,7 +205,7 @@ def test_element_offset_is_column_major():
 def test_cpu_inverse_methods_pass_pot03(small_blocking, dtype, upper, method):
     A = spd(23, batch=(2,), cond=1e4, dtype=dtype, seed=3)
     F = torch.linalg.cholesky(A, upper=upper)
-    X = methods.inverse(F, upper, method)
+    X = routines.cholesky_inverse(F, upper, method=method)
     assert X.shape == A.shape and X.dtype == A.dtype
     assert checks.pot03(A, X) < checks.THRESHOLD
     if method in ("potri", "trtri_lauum", "rec_trtri_lauum"):
@@ -210,34 +215,40 @@ def test_cpu_inverse_methods_pass_pot03(small_blocking, dtype, upper, method):
 def test_recursive_and_plain_trtri_lauum_agree_with_potri(small_blocking):
     A = spd(40, cond=1e3, seed=1)
     F = torch.linalg.cholesky(A)
-    ref = methods.inverse(F, method="potri")
+    ref = routines.cholesky_inverse(F, method="potri")
     for m in ("trtri_lauum", "rec_trtri_lauum"):
-        assert checks.rel_fro_diff(methods.inverse(F, method=m), ref) < 1e-12
+        assert checks.rel_fro_diff(routines.cholesky_inverse(F, method=m), ref) < 1e-12
 
 
 def test_inverse_errors():
     F = torch.linalg.cholesky(spd(6, seed=0))
     with pytest.raises(ValueError, match="needs a CUDA"):
-        methods.inverse(F, method="trsm_batched")
+        routines.cholesky_inverse(F, method="trsm_batched")
     with pytest.raises(ValueError, match="method must be"):
-        methods.inverse(F, method="magic")
+        routines.cholesky_inverse(F, method="magic")
     with pytest.raises(ValueError, match=r"\(\.\.\., n, n\)"):
-        methods.inverse(F[:, :3])
+        routines.cholesky_inverse(F[:, :3], method="auto")
+    # new design: the one entry point also takes NumPy (result as NumPy); other kinds are TypeError
+    Xn = routines.cholesky_inverse(F.numpy(), method="auto")
+    assert isinstance(Xn, np.ndarray)
+    assert torch.equal(torch.from_numpy(Xn), routines.cholesky_inverse(F, method="auto"))
     with pytest.raises(TypeError):
-        methods.inverse(F.numpy())
+        routines.cholesky_inverse(object(), method="auto")
     with pytest.raises(TypeError):
-        methods.inverse(F.to(torch.int64))
+        routines.cholesky_inverse(F.to(torch.int64), method="auto")
     with pytest.raises(ValueError, match="kernel"):
         trtri_plan(8, kernel="magma")
     G = F.clone()
     G[4, 4] = 0
     for m in ("potri", "potrs", "rec_trtri_lauum", "trtri_lauum"):
         with pytest.raises(SingularFactorError) as e:
-            methods.inverse(G, method=m)
+            routines.cholesky_inverse(G, method=m)
         assert e.value.index == 5
-    assert methods.inverse(torch.zeros(0, 3, 3)).shape == (0, 3, 3)
-    X, info = methods.inverse_ex(G, method="rec_trtri_lauum")
-    assert info.tolist() == [5]
+    assert routines.cholesky_inverse(torch.zeros(0, 3, 3), method="auto").shape == (0, 3, 3)
+    # new design: check=False returns x only; the zero pivot (5) is found by the check record
+    X = routines.cholesky_inverse(G, method="rec_trtri_lauum", check=False)
+    acc = cpu_backend.inverse_status(G.numpy(), X.numpy(), False, None)
+    assert (G.shape[-1] - acc[:, 0] + 1).tolist() == [5]
 
 
 # --------------------------------------------------------------------------- ceiling
@@ -273,7 +284,7 @@ def test_flop_count_names():
     assert sweep.flop_count(case, "torch") == ("potrs(nrhs=4)", checks.flops("potrs", 16, 4), None)
 
 
-@pytest.mark.parametrize("op", sweep.OPS)
+@pytest.mark.parametrize("op", ops.names())
 def test_run_sweep_cpu_rows(op):
     names = sweep.default_methods(op, "cpu")
     rows = sweep.run_sweep(op, [8, 24], [1, 3], ["float64"], device="cpu", repeat=2, warmup=1,
@@ -300,13 +311,14 @@ def test_sweep_validates_methods():
 
 
 def test_failing_method_is_marked_failed_not_fast(monkeypatch):
-    real = methods.inverse_ex
+    real = routines.INVERSE_METHODS["potri"].cpu
 
-    def broken(L, upper=False, method="auto"):
-        x, info = real(L, upper, method)
-        return (x * 1.5 if method == "potri" else x), info
+    def broken(L, upper=False):
+        x, info = real(L, upper)
+        return x * 1.5, info
 
-    monkeypatch.setattr(methods, "inverse_ex", broken)
+    monkeypatch.setitem(routines.INVERSE_METHODS, "potri",
+                        dataclasses.replace(routines.INVERSE_METHODS["potri"], cpu=broken))
     case = sweep.make_case("cholesky_inverse", 16, 1, "float64", "cpu")
     rows = {r["method"]: r for r in sweep.measure_case(case, ["potri", "potrs"], repeat=2, warmup=0)}
     assert rows["potri"]["status"] == "FAILED" and rows["potri"]["ratio"] >= checks.THRESHOLD

@@ -6,10 +6,11 @@ import json
 import pytest
 import torch
 
+from cusolver_trace import ops
 from cusolver_trace.cli import main
 from cusolver_trace.compare import VERDICTS, compare
 from cusolver_trace.matrices import spd
-from cusolver_trace.replay import DISPATCH, parse_version, replay, torch_path
+from cusolver_trace.replay import parse_version, replay, torch_path
 
 
 def path(op, batch, n=256, nrhs=None, ver="2.11.0", pref="default", dtype="float64"):
@@ -60,11 +61,14 @@ def test_torch_2_12_uses_cublas_trsm(op, key):
 
 
 def test_every_row_has_a_replay_and_each_op_is_covered():
-    from cusolver_trace.replay import _replays  # noqa: F401  (import must not need a GPU)
+    import cusolver_trace.ops.cholesky_solve  # noqa: F401  (import must not need a GPU)
 
-    ops = {row[0] for row in DISPATCH}
-    assert ops == {"cholesky", "cholesky_inverse", "cholesky_solve"}
-    keys = {row[6] for row in DISPATCH}
+    rows = [(op, row) for op in ops.names() for row in ops.get(op).dispatch]
+    assert all(isinstance(row, ops.DispatchRule) and callable(row.replay) for _, row in rows)
+    covered = {op for op, _ in rows}
+    assert covered == {"cholesky", "cholesky_inverse", "cholesky_solve"}
+    assert set(ops.names(replayable=True)) == covered
+    keys = {row.replay.__name__ for _, row in rows}
     assert keys <= {"potrf_X", "potrf_batched", "potrs_identity_X", "trsm_identity_loop",
                     "trsm_identity_batched", "potrs_X", "potrs_batched", "trsm_solve_loop",
                     "trsm_solve_batched"}
@@ -103,7 +107,7 @@ def test_compare_failed_factorization_is_not_a_mismatch():
 def test_comparison_json_schema():
     c = compare("cholesky_inverse", spd(8), repeat=2, warmup=0)
     d = json.loads(c.to_json())
-    assert d["schema"] == "cusolver-trace/comparison/1"
+    assert d["schema"] == "cusolver-trace/comparison/2"  # new design: schema version 2
     assert d["verdict"] in VERDICTS
     assert set(d) >= {"op", "spec", "torch_path", "differences", "torch", "replay",
                       "time_ratio_replay_over_torch", "notes", "provenance"}
@@ -122,7 +126,9 @@ def test_cli_compare_exit_codes(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [d["spec"]["n"] for d in data] == [16, 20] and data[0]["spec"]["nrhs"] == 3
     assert "Running on the CPU" in capsys.readouterr().out
-    assert main(["compare", "--op", "cholesky", "--n", "8", "--dtype", "float16", "--device", "cpu"]) == 2
+    with pytest.raises(SystemExit) as e:  # new design: --dtype is checked by argparse (exit 2)
+        main(["compare", "--op", "cholesky", "--n", "8", "--dtype", "float16", "--device", "cpu"])
+    assert e.value.code == 2
     assert main(["compare", "--op", "cholesky", "--matrix", "classic3", "--n", "5", "--device", "cpu"]) == 2
     with pytest.raises(SystemExit) as e:
         main(["compare", "--op", "nope"])

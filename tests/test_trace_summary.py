@@ -1,0 +1,421 @@
+"""Issue 15 (trace real programs), CPU part: the summary table, --by, the whole-program
+bootstrap (on a CPU-only torch: no kernels, the note says so), the Chrome-trace export,
+the JSON size, nvtx_range and the GP example. Data: the H200 captures in tests/data/."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cusolver_trace.tracing import Trace, load_log, nvtx_range
+from cusolver_trace.tracing._hook import Attribution, attribute
+from cusolver_trace.tracing.chrome import chrome_trace, validate_chrome_trace
+from cusolver_trace.tracing.command import main
+from cusolver_trace.tracing.nvtx import nvtx_available, nvtx_note
+from cusolver_trace.tracing.profile import attach_kernels
+from cusolver_trace.tracing.program import (apply_timing, attribute_program, load_program_profile,
+                                            program_command)
+from cusolver_trace.tracing.summary import parse_by, shape_of, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
+LOG = DATA / "trace-stdout.log.gz"
+SECTION = "cholesky_inverse dtype=float64 n=256 batch=1 upper=False"
+PY = sys.executable
+
+
+def _fixture_events():
+    out = []
+    for line in (DATA / "kineto-cholesky_inverse.txt").read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        start, dur, dev, corr, name = line.split(" ", 4)
+        out.append(("cuda" if dev == "DeviceType.CUDA" else "cpu", int(start), int(dur),
+                    int(corr), name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def log():
+    return load_log(LOG)
+
+
+def _timed_section():
+    """The cholesky_inverse section's records with the kernels of the kineto fixture."""
+    rec = load_log(LOG).section(SECTION)
+    found = attribute(_fixture_events())
+    part = Attribution(found.names[22:], found.per_record[22:], found.outside)
+    outside = attach_kernels(rec.records, part, [])
+    assert outside is not None
+    return rec, outside
+
+
+# --- summarize: pure function -----------------------------------------------------------
+
+def test_summary_of_a_log_counts_calls_and_says_why_no_times(log):
+    s = summarize(log.records, why_no_times="a log")
+    assert not s.timed and s.why_no_times == "a log"
+    by_name = {r.key["routine"]: r for r in s.rows}
+    compute = [r for r in log.records if r.kind != "setup"]
+    assert s.calls == len(compute) and s.setup_calls == len(log.records) - len(compute)
+    assert sum(r.calls for r in s.rows) == len(compute)
+    assert by_name["cusolverDnXpotrs"].calls == sum(1 for r in log.records
+                                                     if r.function == "cusolverDnXpotrs")
+    assert all(r.total_ms is None and r.pct_all is None for r in s.rows)
+    # sorted by GPU time, then calls: without times the most frequent routine comes first
+    assert [r.calls for r in s.rows] == sorted((r.calls for r in s.rows), reverse=True)
+    assert s.to_dict()["rows"][0]["calls"] == s.rows[0].calls
+
+
+def test_summary_by_shape_splits_distinct_sizes(log):
+    s = summarize(log.section("cholesky_solve nrhs=4 dtype=float64 n=256 batch=1 upper=False").records
+                  + log.section("cholesky_solve nrhs=1 dtype=float64 n=256 batch=1 upper=False").records,
+                  by=("shape",))
+    assert s.by == ("routine", "shape")
+    shapes = {(r.key["routine"], r.key["shape"]): r.calls for r in s.rows}
+    assert shapes[("cusolverDnXpotrs", "n=256 nrhs=4 lda=256")] == 1
+    assert shapes[("cusolverDnXpotrs", "n=256 nrhs=1 lda=256")] == 1
+    assert shapes[("cublasDtrsm_v2_64", "m=256 n=4 lda=256")] == 2
+    assert shapes[("cublasDtrsm_v2_64", "m=256 n=1 lda=256")] == 2
+
+
+def test_summary_with_kernel_times_from_the_kineto_capture():
+    rec, outside = _timed_section()
+    s = summarize(rec.records, outside_kernels=outside, wall_s=1.5)
+    assert s.timed and s.wall_s == 1.5
+    rows = {r.key["routine"]: r for r in s.rows}
+    trsm, xpotrs = rows["cublasDtrsm_v2_64"], rows["cusolverDnXpotrs"]
+    assert [r.key["routine"] for r in s.rows] == ["cublasDtrsm_v2_64", "cusolverDnXpotrs"]
+    assert trsm.calls == 2 and round(trsm.total_ms, 4) == round(0.1071 + 0.0635, 4)
+    assert round(trsm.max_ms, 4) == 0.1071 and trsm.mean_ms == pytest.approx(trsm.total_ms / 2)
+    assert round(xpotrs.total_ms, 4) == 0.0006  # its own copy_info_kernel; trsm has its own row
+    assert s.library_ms == pytest.approx(trsm.total_ms + xpotrs.total_ms)
+    assert s.outside_kernels == 5 and s.outside_ms == pytest.approx(sum(ms for _k, ms in outside))
+    assert sum(r.pct_library for r in s.rows) == pytest.approx(100.0)
+    assert sum(r.pct_all for r in s.rows) == pytest.approx(100.0 * s.library_ms / s.total_ms)
+    assert all(r.pct_all < r.pct_library for r in s.rows)
+    d = s.to_dict()
+    assert d["timed"] and d["rows"][0]["routine"] == "cublasDtrsm_v2_64"
+    assert d["library_gpu_ms"] + d["outside_gpu_ms"] == pytest.approx(d["total_gpu_ms"])
+
+
+def test_parse_by():
+    assert parse_by("routine") == ("routine",)
+    assert parse_by("line,routine") == ("routine", "line")
+    for bad in ("", "routine,", "size", "op,,line"):
+        with pytest.raises(ValueError):
+            parse_by(bad)
+    assert shape_of({"uplo": "LOWER"}) == "-"
+
+
+# --- whole-program attribution from profiler events ---------------------------------------
+
+def test_program_attribution_matches_the_single_call_attribution():
+    events = _fixture_events()
+    one, prog = attribute(events), attribute_program(events)
+    assert prog.attribution.names == one.names
+    assert prog.attribution.per_record == one.per_record
+    assert prog.attribution.outside == one.outside
+    assert all(prog.spans[i] is not None for i in range(len(one.names)) if one.names[i])
+    gpu = prog.gpu
+    assert len(gpu) == sum(map(len, one.per_record)) + len(one.outside)
+    assert [g.record for g in gpu if g.name == "copy_info_kernel(int, int*)"] == [25]
+    assert all(g.dur_us >= 0 and g.start_us >= 0 for g in gpu)
+
+
+def test_apply_timing_sets_kernels_ops_lines_and_spans():
+    rec = load_log(LOG).section(SECTION).records
+    events = _fixture_events()
+    found = attribute(events)
+    # renumber the markers of the fixture 22.. -> 0.. so they line up with the section
+    shifted = []
+    for e in events:
+        name = e[4]
+        if name.startswith("ct_api#"):
+            i, fn = name[len("ct_api#"):].split(":")
+            name = f"ct_api#{int(i) - 22}:{fn}"
+        shifted.append((*e[:4], name, 1))
+    xpotrs_tick = next(e for e in shifted if e[4].endswith("cusolverDnXpotrs"))
+    # an aten op around the Xpotrs marker and the two trsm markers, on the same thread
+    shifted.append(("cpu", xpotrs_tick[1] - 10, 10**6, 0, "aten::cholesky_inverse", 1))
+    shifted.append(("cpu", xpotrs_tick[1] - 5, 10**6 - 10, 0, "aten::_cholesky_inverse_helper", 1))
+    timing = attribute_program(shifted)
+    sources = [("/x/prog.py", 10 + i, f"line {i}") for i in range(len(rec))]
+    notes: list[str] = []
+    outside = apply_timing(rec, timing, sources, notes)
+    assert notes == [] and outside is not None and len(outside) == len(found.outside)
+    by_fn = {r.function: r for r in rec}
+    assert by_fn["cusolverDnXpotrs"].op == "aten::cholesky_inverse"  # the outermost aten op
+    assert by_fn["cusolverDnSetStream"].op is None
+    assert [r.where for r in rec] == [f"/x/prog.py:{10 + i}" for i in range(len(rec))]
+    assert rec[3].code == "line 3"
+    assert all(r.span is not None and r.span[1] > r.span[0] for r in rec)
+    t = Trace(label="x", calls=load_log(LOG).section(SECTION).calls)  # untimed copy
+    assert t.summary().timed is False
+    s = summarize(rec, by=("op",), outside_kernels=outside)
+    ops = {(r.key["routine"], r.key["op"]) for r in s.rows}
+    assert ("cublasDtrsm_v2_64", "aten::cholesky_inverse") in ops
+
+
+def test_ops_on_other_threads_and_in_backward_are_told_apart():
+    ev = [
+        ("cpu", 100, 100, 0, "aten::linalg_cholesky", 1),
+        ("cpu", 110, 10, 0, "ct_api#0:cusolverDnXpotrf", 1),
+        ("cpu", 150, 0, 0, "ct_api#1:cusolverDnXpotrs", 2),      # no op on thread 2 here
+        ("cpu", 300, 100, 0, "autograd::engine::evaluate_function: CholeskyBackward0", 3),
+        ("cpu", 310, 50, 0, "aten::cholesky_inverse", 3),
+        ("cpu", 320, 1, 0, "ct_api#2:cusolverDnXpotrs", 3),
+        ("cpu", 500, 0, 0, "ct_api#3:cublasDtrsm_v2", 1),         # after every op
+    ]
+    t = attribute_program(ev)
+    assert t.ops == ["aten::linalg_cholesky", None,
+                     "aten::cholesky_inverse (in CholeskyBackward0)", None]
+
+
+def test_program_command_rewrites_python_commands_only(tmp_path):
+    out = str(tmp_path)
+    cmd, why = program_command(["python3", "-u", "-X", "dev", "prog.py", "--n", "4"], out)
+    assert why is None and cmd[:4] == ["python3", "-u", "-X", "dev"] and cmd[4] == "-c"
+    assert cmd[-5:] == [out, "path", "prog.py", "--n", "4"]
+    cmd, _ = program_command([PY, "-m", "pkg.mod", "a"], out)
+    assert cmd[-4:] == [out, "module", "pkg.mod", "a"]
+    cmd, _ = program_command(["python", "-c", "print(1)", "x"], out)
+    assert cmd[-4:] == [out, "code", "print(1)", "x"]
+    for argv in (["bash", "x.sh"], ["python3"], ["python3", "-"], ["python3", "-i", "x.py"],
+                 ["python3", "--version"], ["python3", "-m"]):
+        cmd, why = program_command(argv, out)
+        assert cmd is None and why, argv
+    assert load_program_profile(str(tmp_path / "missing")).timing is False
+
+
+# --- the CLI: summary first, --no-tree, JSON -------------------------------------------
+
+def test_from_log_prints_the_summary_first_then_the_tree(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    assert main(["--from-log", str(LOG), "--section", SECTION, "--by", "routine,shape",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("Summary: calls per routine, shape") < text.index("├── cusolverDnXpotrs")
+    assert "no GPU times: a captured log holds the calls but no kernel times" in text
+    assert "wall time: not known" in text
+    d = json.loads(out.read_text())
+    assert d["summary"]["by"] == ["routine", "shape"] and d["summary"]["timed"] is False
+    assert {(r["routine"], r["shape"], r["calls"]) for r in d["summary"]["rows"]} == {
+        ("cusolverDnXpotrs", "n=256 nrhs=256 lda=256", 1),
+        ("cublasDtrsm_v2_64", "m=256 n=256 lda=256", 2)}
+    assert d["format"] == "compact" and "records" not in d
+    assert [n["function"] for n in d["calls"]][2] == "cusolverDnXpotrs"
+
+
+def test_no_tree_leaves_the_tree_out(capsys):
+    assert main(["--from-log", str(LOG), "--section", SECTION, "--no-tree"]) == 0
+    text = capsys.readouterr().out
+    assert "cusolverDnXpotrs" in text and "├──" not in text and "└──" not in text
+    assert main(["--from-log", str(LOG), "--section", SECTION, "--tree"]) == 0
+    assert "├── cusolverDnXpotrs" in capsys.readouterr().out
+
+
+def test_by_op_on_a_log_says_it_needs_a_profiled_run(capsys):
+    assert main(["--from-log", str(LOG), "--section", SECTION, "--by", "op"]) == 0
+    text = capsys.readouterr().out
+    assert "does not say which torch op" in text and "(no torch op" in text
+
+
+def test_bad_flag_values_are_usage_errors(tmp_path, capsys):
+    for argv in (["--by", "size", "--from-log", str(LOG)], ["--from-log", str(LOG), "--tree=1"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+    assert main(["--from-log", str(LOG), "--overhead"]) == 2
+    assert "--overhead runs a program" in capsys.readouterr().err
+    assert main(["--no-timing", "--overhead", "--", PY, "-c", "pass"]) == 2
+    assert main(["--chrome", str(tmp_path / "no" / "c.json"), "--from-log", str(LOG)]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_default_json_of_the_whole_log_is_small_and_full_keeps_every_record(tmp_path, capsys, log):
+    small, full = tmp_path / "small.json", tmp_path / "full.json"
+    assert main(["--from-log", str(LOG), "--json", str(small), "--no-tree"]) == 0
+    assert main(["--from-log", str(LOG), "--json", str(full), "--full", "--no-tree"]) == 0
+    capsys.readouterr()
+    assert small.stat().st_size < 600_000  # well under 1 MB (the --full JSON is larger)
+    assert full.stat().st_size > small.stat().st_size
+    d_small, d_full = json.loads(small.read_text()), json.loads(full.read_text())
+    assert "records" not in d_small and len(d_full["records"]) == len(log.records) == 2505
+    assert d_full["records"][0]["pointers"] and "pointers" not in d_small["calls"][0]
+    from cusolver_trace.tracing import calls_equal
+
+    assert calls_equal(d_small, d_full, all=True) == (True, None)  # same calls, two forms
+
+
+# --- the whole-program bootstrap on this CPU machine -------------------------------------
+
+FAKE = textwrap.dedent("""\
+    import ctypes, sys
+    import torch
+    libc = ctypes.CDLL(None)
+    def log_record(n):
+        libc.printf(b"[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=%d lda=%d\\n", n, n)
+        libc.fflush(None)
+    print("program output", sys.argv[1:])
+    x = torch.ones(4) * 2
+    log_record(8)
+    log_record(8)
+    log_record(16)
+    sys.exit(int(sys.argv[1]))
+""")
+
+
+@pytest.fixture()
+def fake_program(tmp_path):
+    p = tmp_path / "fake_prog.py"
+    p.write_text(FAKE)
+    return p
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+def test_program_under_the_bootstrap_cpu_torch(fake_program, tmp_path, capsys):
+    out, chrome = tmp_path / "t.json", tmp_path / "c.json"
+    status = main(["--by", "line", "--json", str(out), "--chrome", str(chrome), "--",
+                   PY, str(fake_program), "7"])
+    assert status == 7  # the program's exit status, through the bootstrap
+    text = capsys.readouterr().out
+    assert "program output ['7']" in text
+    d = json.loads(out.read_text())
+    rows = d["summary"]["rows"]
+    assert [(r["routine"], r["calls"]) for r in rows] == [("cusolverDnXpotrf", 3)]
+    # the hook saw each record being written from the program's line 5 (inside log_record)
+    assert rows[0]["line"].startswith(f"{fake_program}:5  libc.printf(")
+    import torch
+
+    if not torch.cuda.is_available():
+        assert d["summary"]["timed"] is False
+        assert "no CUDA device visible to torch" in d["summary"]["why_no_times"]
+        assert any("no CUDA device visible" in n for n in d["notes"])
+    assert d["summary"]["wall_s"] is not None
+    obj = json.loads(chrome.read_text())
+    assert validate_chrome_trace(obj) == []
+    api = [e for e in obj["traceEvents"] if e["ph"] == "X"]
+    assert [e["name"] for e in api] == ["cusolverDnXpotrf"] * 3
+    assert [e["args"]["n"] for e in api] == [8, 8, 16]
+    assert obj["otherData"]["synthetic_time"] is False  # spans from the profiler's markers
+    assert d["calls"][0]["where"] == f"{fake_program}:5"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+def test_program_errors_and_modes_through_the_bootstrap(tmp_path, capsys):
+    assert main(["--no-tree", "--", PY, "-c", "raise ValueError('boom')"]) == 1
+    err = capsys.readouterr().err
+    assert "ValueError: boom" in err and "_progboot" not in err  # the program's own traceback
+    mod = tmp_path / "mymod_ct.py"
+    mod.write_text("import sys; print('module ran', sys.argv[1:])\n")
+    env_before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tmp_path)
+    try:
+        assert main(["--no-tree", "--", PY, "-m", "mymod_ct", "a"]) == 0
+    finally:
+        if env_before is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = env_before
+    assert "module ran ['a']" in capsys.readouterr().out
+
+
+def test_no_timing_and_non_python_commands_say_why(fake_program, capsys):
+    assert main(["--no-timing", "--", PY, str(fake_program), "0"]) == 0
+    text = capsys.readouterr().out
+    assert "no per-call GPU time: --no-timing was given" in text
+    assert "cusolverDnXpotrf" in text
+    assert main(["--", "sh", "-c", "echo hi; exit 4"]) == 4
+    assert "not a Python command" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+def test_overhead_runs_twice_and_reports_both_wall_times(fake_program, tmp_path, capsys):
+    out = tmp_path / "t.json"
+    assert main(["--overhead", "--no-tree", "--json", str(out), "--",
+                 PY, str(fake_program), "0"]) == 0
+    text = capsys.readouterr().out
+    assert "with the profiler" in text and "without" in text and "profiling overhead" in text
+    assert text.count("program output") == 1  # the unprofiled run's output is not echoed
+    s = json.loads(out.read_text())["summary"]
+    assert s["wall_s"] is not None and s["wall_s_unprofiled"] is not None
+
+
+# --- Chrome trace -----------------------------------------------------------------------
+
+def test_chrome_trace_of_a_log_is_valid_and_nests_cublas_in_cusolver(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    assert main(["--from-log", str(LOG), "--section", SECTION, "--chrome", str(path)]) == 0
+    obj = json.loads(path.read_text())
+    assert validate_chrome_trace(obj) == []
+    assert obj["otherData"]["synthetic_time"] is True
+    x = {e["name"]: e for e in obj["traceEvents"] if e["ph"] == "X"}
+    xp, trsm = x["cusolverDnXpotrs"], x["cublasDtrsm_v2_64"]
+    assert xp["ts"] <= trsm["ts"] and trsm["ts"] + trsm["dur"] <= xp["ts"] + xp["dur"]
+    assert xp["args"]["nrhs"] == 256 and xp["args"]["uplo"] == "LOWER" and xp["cat"] == "cuSOLVER"
+    meta = [e for e in obj["traceEvents"] if e["ph"] == "M"]
+    assert {e["name"] for e in meta} == {"process_name", "thread_name"}
+
+
+def test_chrome_trace_with_gpu_events_from_the_kineto_capture():
+    rec, outside = _timed_section()
+    events = _fixture_events()
+    shifted = [(*e[:4], (lambda n: f"ct_api#{int(n[7:].split(':')[0]) - 22}:{n.split(':', 1)[1]}"
+                          if n.startswith("ct_api#") else n)(e[4])) for e in events]
+    timing = attribute_program(shifted)
+    calls = load_log(LOG).section(SECTION)
+    out2 = apply_timing(calls.records, timing, None, [])
+    t = Trace(label="x", calls=calls.calls, outside_kernels=out2, gpu_events=timing.gpu)
+    obj = chrome_trace(t)
+    assert validate_chrome_trace(obj) == []
+    kernels = [e for e in obj["traceEvents"] if e["ph"] == "X" and e["pid"] == 2]
+    assert len(kernels) == len(timing.gpu) == 20
+    assert sum(1 for k in kernels if k["args"].get("call") == "cublasDtrsm_v2_64") == 14
+    assert sum(1 for k in kernels if "call" not in k["args"]) == 5  # torch's own
+
+
+@pytest.mark.parametrize("bad, problem", [
+    ({}, "traceEvents"),
+    ({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": -1}]}, "dur"),
+    ({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "0", "dur": 1}]}, "ts"),
+    ({"traceEvents": [{"ph": "X", "name": "a", "pid": "1", "tid": 1, "ts": 0, "dur": 1}]}, "pid"),
+    ({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
+                      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},
+                      {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+                      {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": 1}]}, "back in time"),
+    ({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}, "thread_name"),
+    ({"traceEvents": [{"ph": "B", "name": "a", "pid": 1, "tid": 1}]}, "phase"),
+])
+def test_chrome_validator_catches_bad_timelines(bad, problem):
+    problems = validate_chrome_trace(bad)
+    assert problems and any(problem in p for p in problems), problems
+
+
+def test_nvtx_range_is_usable_with_or_without_the_package():
+    with nvtx_range("cusolver-trace test range"):
+        value = 41 + 1
+    assert value == 42
+    with pytest.raises(ZeroDivisionError):
+        with nvtx_range("raises"):
+            1 / 0
+    assert (nvtx_note() is None) == nvtx_available()
+
+
+# --- the GP example ------------------------------------------------------------------------
+
+def test_gp_example_runs_tiny_on_the_cpu():
+    res = subprocess.run([PY, str(ROOT / "examples" / "trace_gp.py"), "--n", "40", "--steps", "2",
+                          "--impl", "torch", "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "exact GP (torch) n=40 d=3 float64 on cpu: 2 Adam steps" in res.stdout
+    bad = subprocess.run([PY, str(ROOT / "examples" / "trace_gp.py"), "--n", "0"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2

@@ -8,8 +8,10 @@ are in ``extra_info``: the CUDA-event median / IQR (ms) of the method and of
 torch timed interleaved in one :func:`cusolver_trace.timing.time_calls` run,
 their ratio, the LAPACK check ratio, and GFLOP/s with the LAWN 41 count named
 (and on the potri count for inverses) with % of the GEMM ceiling measured in
-the same process. A method whose result fails its check (ratio >= 30) fails
-its benchmark. There are no timing assertions.
+the same process. Methods run through the public entry points with their
+default checks on; ``check_overhead`` is their time over a ``check=False`` twin
+timed in the same run. A method whose result fails its check (ratio >= 30)
+fails its benchmark. There are no timing assertions.
 
 Without a GPU, the CPU (LAPACK) cases run with small n (well under a minute on
 two cores); the gpu-marked cases cover the issue's targets on an H200:
@@ -49,7 +51,8 @@ CASES = [
     ("cholesky_solve", "float64", 512, 1, ("torch", "replay", "potrs"), False),
     ("cholesky_solve", "float64", 64, 8, ("torch", "replay", "potrs"), False),
     # GPU: the targets
-    ("cholesky_inverse", "float64", 8192, 1, _INV_BIG, True),
+    ("cholesky_inverse", "float64", 4096, 1, (*_INV_BIG, "trsm_batched"), True),
+    ("cholesky_inverse", "float64", 8192, 1, (*_INV_BIG, "trsm_batched"), True),
     ("cholesky_inverse", "float64", 16384, 1, _INV_BIG, True),
     ("cholesky_inverse", "float64", 8, 10000, _INV_BATCH, True),
     ("cholesky_inverse", "float64", 32, 1000, _INV_BATCH, True),
@@ -64,7 +67,8 @@ CASES = [
     ("cholesky_solve", "float64", 4096, 1, ("torch", "replay"), True),
 ]
 
-_EXTRA = ("resolved", "check", "ratio", "median_ms", "iqr_ms", "clock", "ratio_to_torch",
+_EXTRA = ("resolved", "checked", "check", "ratio", "median_ms", "iqr_ms", "noisy", "clock",
+          "device", "ratio_to_torch", "check_overhead", "check_cost_ms",
           "flop_count", "gflops", "pct_of_ceiling", "gflops_potri", "pct_of_ceiling_potri",
           "ceiling_gflops")
 
@@ -86,8 +90,10 @@ def test_bench(benchmark, gpu_results, op, dtype, n, batch, method, gpu):
     device = "cuda:0" if gpu else "cpu"
     case = _case(op, dtype, n, batch, device)
     rounds = 5 if gpu else 3
-    row = {r["method"]: r for r in sweep.measure_case(case, ["torch", method], repeat=rounds,
-                                                      warmup=1)}[method]
+    # the public entry point with its checks on, torch interleaved, and (where the method has
+    # checks) its check=False twin in the same run: check_overhead = checked / unchecked
+    rows = sweep.measure_case(case, ["torch", method], repeat=rounds, warmup=1, unchecked=True)
+    row = next(r for r in rows if r["method"] == method and r["checked"])
     benchmark.group = f"{op} {dtype} n={n} batch={batch} ({device})"
     benchmark.extra_info.update({k: row.get(k) for k in _EXTRA})
     benchmark.extra_info["torch_median_ms"] = row["median_ms"] / row["ratio_to_torch"] \

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import checks, ops
 from ._dtypes import dtype_info
-from .timing import Timing, time_calls
+from .timing import Timing, cpu_threads, time_calls
 
 __all__ = ["compare", "Comparison", "Side", "VERDICTS", "verdict", "as_input"]
 
@@ -463,8 +463,6 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     >>> c.verdict in ("bitwise-equal", "within-tolerance")
     True
     """
-    import torch
-
     o = ops.get(op)
     o.require_replay()
     if int(repeat) < 0 or int(warmup) < 0:
@@ -475,12 +473,53 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         raise ValueError(f"factor is on {factor.device} but A is on {A.device}")
     B = None if B is None else as_input(B, "B")
     inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=upper, seed=seed)
-    x, device = inputs.x, inputs.x.device
-    dt = dtype_info(x.dtype)
+    device = inputs.x.device
+    dt = dtype_info(inputs.x.dtype)
     path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=dt.name,
                         device=device.type, torch_version=torch_version, preferred=preferred)
-    notes = list(inputs.notes)
+    run = _run_both(o, inputs, upper, path, preferred,
+                    repeat=repeat if timing else 0, warmup=warmup)
+    f = _facts(o, inputs, upper, run)
+    ts = _side(o, "torch", inputs, upper, run.t_out, f.t_info, f, run)
+    rs = _side(o, "replay", inputs, upper, run.r_out, f.r_info, f, run)
+    v = verdict(bitwise=f.bitwise, info_agree=f.info_agree, info_failed=f.info_failed,
+                torch_raised=run.t_error is not None, fails_on_info=o.fails_on_info,
+                factor_failed=inputs.factor_failed, nonfinite_alike=f.alike,
+                nonfinite=f.nonfinite, nan_mismatches=f.nan_mismatches or 0,
+                rel_diff=f.rel_diff if f.rel_diff is not None else 0.0,
+                tolerance=30 * dt.lapack_eps * max(inputs.n, 1),
+                torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
+                replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)),
+                input_nonfinite=f.input_nonfinite)
+    notes = _notes(o, inputs, upper, path, run, f, ts, rs)
+    spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
+            "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
+            "preferred": preferred or "default", "matrix": matrix, "seed": seed,
+            "repeat": repeat if run.timings else 0, "warmup": warmup,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return Comparison(o.name, spec, path, v, f.bitwise, f.info_agree, f.max_abs, f.max_ulp,
+                      f.rel_diff, f.nan_mismatches, ts, rs, notes,
+                      _provenance() if provenance else {}, o.torch_name)
 
+
+@dataclass
+class _Run:
+    """What the two sides returned (torch may raise instead), and their timings."""
+
+    t_out: object
+    t_info: object
+    t_error: str | None
+    r_out: object
+    r_info: object
+    timings: dict
+
+
+def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) -> _Run:
+    """Run torch's call and the replay on the same inputs (and time both, interleaved, when
+    ``repeat`` > 0), under the backend preference given."""
+    import torch
+
+    device = inputs.x.device
     t_error, timings = None, {}
     with ops.preferred_library(preferred if device.type == "cuda" else None):
         try:
@@ -488,76 +527,101 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot
             t_error, t_out, t_info = str(exc), None, None
         r_out, r_info, _ = o.run_replay(inputs, upper, path)
-        if timing and repeat > 0 and t_error is None:
+        if repeat > 0 and t_error is None:
             timings = time_calls(
                 {"torch": lambda: o.torch_call(inputs, upper),
                  "replay": lambda: o.run_replay(inputs, upper, path)},
                 device=device if device.type == "cuda" else None, warmup=warmup, repeat=repeat)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    r_info_l = [int(v) for v in r_info.reshape(-1).cpu()]
-    t_info_l = _torch_info(o, t_out, t_info, t_error, inputs.batch)
-    if t_error is not None:
-        info_agree = _first_failure(t_info_l) == _first_failure(r_info_l)
+    return _Run(t_out, t_info, t_error, r_out, r_info, timings)
+
+
+@dataclass
+class _Facts:
+    """What the verdict and the notes are made from (measured once)."""
+
+    t_info: list
+    r_info: list
+    info_agree: bool
+    info_failed: bool
+    compared: bool
+    input_nonfinite: bool
+    bitwise: bool
+    nan_mismatches: int | None = None
+    max_abs: float | None = None
+    max_ulp: int | None = None
+    rel_diff: float | None = None
+    nonfinite: bool = False
+    alike: bool = False
+
+
+def _facts(o, inputs, upper, run: _Run) -> _Facts:
+    """Info on both sides, whether the outputs are compared at all, and their differences."""
+    import torch
+
+    r_info = [int(v) for v in run.r_info.reshape(-1).cpu()]
+    t_info = _torch_info(o, run.t_out, run.t_info, run.t_error, inputs.batch)
+    if run.t_error is not None:
+        info_agree = _first_failure(t_info) == _first_failure(r_info)
     else:
-        info_agree = t_info_l == r_info_l
-    info_failed = any(t_info_l) or any(r_info_l)
-    compared = t_error is None and not (info_failed and o.fails_on_info)
-    tri = x.triu() if upper else x.tril()
-    input_nonfinite = not bool(torch.isfinite(tri).all()) or (
-        inputs.B is not None and not bool(torch.isfinite(inputs.B).all()))
+        info_agree = t_info == r_info
+    info_failed = any(t_info) or any(r_info)
+    tri = inputs.x.triu() if upper else inputs.x.tril()
+    f = _Facts(t_info, r_info, info_agree, info_failed,
+               compared=run.t_error is None and not (info_failed and o.fails_on_info),
+               input_nonfinite=not bool(torch.isfinite(tri).all()) or (
+                   inputs.B is not None and not bool(torch.isfinite(inputs.B).all())),
+               bitwise=run.t_error is None and checks.bitwise_equal(run.t_out, run.r_out))
+    if f.compared:
+        t, r = run.t_out, run.r_out
+        f.nan_mismatches = checks.nan_mismatches(t, r)
+        f.max_abs = float(checks.max_abs_diff(t, r))
+        f.max_ulp = int(checks.max_ulp_distance(t, r))
+        f.nonfinite = bool(checks.nonfinite_count(t) or checks.nonfinite_count(r))
+        f.alike = _nonfinite_alike(t, r) if f.nonfinite else True
+        f.rel_diff = _finite_rel_diff(t, r) if f.nonfinite else float(checks.rel_fro_diff(t, r))
+    return f
 
-    bit = t_error is None and checks.bitwise_equal(t_out, r_out)
-    nan_mis = max_abs = max_ulp = rel = None
-    nonfinite = alike = False
-    if compared:
-        nan_mis = checks.nan_mismatches(t_out, r_out)
-        max_abs = float(checks.max_abs_diff(t_out, r_out))
-        max_ulp = int(checks.max_ulp_distance(t_out, r_out))
-        nonfinite = bool(checks.nonfinite_count(t_out) or checks.nonfinite_count(r_out))
-        alike = _nonfinite_alike(t_out, r_out) if nonfinite else True
-        rel = _finite_rel_diff(t_out, r_out) if nonfinite else float(checks.rel_fro_diff(t_out, r_out))
 
-    def side(name, out, info):
-        if out is None:
-            return Side(name, o.check_name, None, info, 0, None, None, t_error)
-        applies = (compared and not inputs.factor_failed and not input_nonfinite
-                   and not checks.nonfinite_count(out))
-        ratio = float(o.check(inputs, out, upper)) if applies and out.numel() else (
-            0.0 if applies else None)
-        asym = float(checks.asymmetry(out)) if o.hermitian_result else None
-        return Side(name, o.check_name, ratio, info, int(checks.nonfinite_count(out)), asym,
-                    timings.get(name))
+def _side(o, name, inputs, upper, out, info, f: _Facts, run: _Run) -> Side:
+    """One side's report: the op's LAPACK ratio where it applies, info, non-finite count,
+    asymmetry (Hermitian results) and timing."""
+    if out is None:
+        return Side(name, o.check_name, None, info, 0, None, None, run.t_error)
+    applies = (f.compared and not inputs.factor_failed and not f.input_nonfinite
+               and not checks.nonfinite_count(out))
+    ratio = None
+    if applies:
+        ratio = float(o.check(inputs, out, upper)) if out.numel() else 0.0
+    asym = float(checks.asymmetry(out)) if o.hermitian_result else None
+    return Side(name, o.check_name, ratio, info, int(checks.nonfinite_count(out)), asym,
+                run.timings.get(name))
 
-    ts, rs = side("torch", t_out, t_info_l), side("replay", r_out, r_info_l)
-    v = verdict(bitwise=bit, info_agree=info_agree, info_failed=info_failed,
-                torch_raised=t_error is not None, fails_on_info=o.fails_on_info,
-                factor_failed=inputs.factor_failed, nonfinite_alike=alike, nonfinite=nonfinite,
-                nan_mismatches=nan_mis or 0, rel_diff=rel if rel is not None else 0.0,
-                tolerance=30 * dt.lapack_eps * max(inputs.n, 1),
-                torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
-                replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)),
-                input_nonfinite=input_nonfinite)
 
-    if t_error is not None:
-        notes.append(f"torch raised: {t_error}")
-    if input_nonfinite and not (info_failed and o.fails_on_info):
+def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side) -> list[str]:
+    """What a reader should know about this comparison, in the order it matters."""
+    device = inputs.x.device
+    notes = list(inputs.notes)
+    if run.t_error is not None:
+        notes.append(f"torch raised: {run.t_error}")
+    if f.input_nonfinite and not (f.info_failed and o.fails_on_info):
         notes.append("the input holds NaN / Inf where the op reads it: LAPACK leaves the result "
                      "unspecified, so the outputs are compared for bitwise equality only")
-    notes += _failure_notes(o, inputs, t_info_l, r_info_l)
+    notes += _failure_notes(o, inputs, f.t_info, f.r_info)
     fnote = _factor_failure_note(inputs, upper)
     if fnote:
         notes.append(fnote)
-    if bit and not compared and t_error is None:
+    if f.bitwise and not f.compared and run.t_error is None:
         notes.append("the unspecified contents happen to be bitwise equal as well")
-    if path.bitwise and compared and not bit and device.type == "cuda":
+    if path.bitwise and f.compared and not f.bitwise and device.type == "cuda":
         notes.append("the replay runs the same library routines as torch, yet the bits differ: "
                      "check that torch and the raw layer load the same libcusolver/libcublas")
     if path.note:
         notes.append(path.note)
     if ts.nonfinite or rs.nonfinite:
         notes.append(f"non-finite output: torch {ts.nonfinite}, replay {rs.nonfinite} entries"
-                     + (" at the same places" if compared and alike else "")
+                     + (" at the same places" if f.compared and f.alike else "")
                      + "; cuSOLVER potrs reports nothing for a singular factor and potrf can "
                      "return info = 0 on NaN input")
         if device.type == "cuda":
@@ -567,18 +631,11 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                      "called by the replay")
     if device.type == "cpu":
         notes.append("ran on the CPU: torch's CPU path (its bundled LAPACK) vs the replay through "
-                     "scipy's LAPACK; no GPU was used")
+                     f"scipy's LAPACK; no GPU was used; threads: {cpu_threads()}")
     for s in (ts, rs):
         if s.timing is not None and s.timing.noisy:
             notes.append(f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
                          f"20 % of the median {s.timing.median_ms:.3g} ms")
     if ts.ratio is not None and not checks.passes(ts.ratio):
         notes.append(f"torch's own {o.check_name} ratio is {ts.ratio:.3g} (>= 30)")
-
-    spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
-            "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
-            "preferred": preferred or "default", "matrix": matrix, "seed": seed,
-            "repeat": repeat if timings else 0, "warmup": warmup,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    return Comparison(o.name, spec, path, v, bit, info_agree, max_abs, max_ulp, rel, nan_mis,
-                      ts, rs, notes, _provenance() if provenance else {}, o.torch_name)
+    return notes

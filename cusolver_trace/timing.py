@@ -14,7 +14,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Timing", "time_calls", "l2_flush_buffer", "NOISY_IQR"]
+__all__ = ["Timing", "time_calls", "l2_flush_buffer", "NOISY_IQR", "cpu_threads"]
 
 NOISY_IQR = 0.20
 """A timing whose IQR exceeds this fraction of its median is flagged noisy."""
@@ -133,3 +133,22 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
                 samples[name].append((time.perf_counter() - t0) * 1e3)
         clock = "perf_counter"
     return {k: Timing.from_samples(v, clock) for k, v in samples.items()}
+
+
+def cpu_threads() -> str:
+    """How many threads each library uses on the CPU, in one line: torch's intra-op pool and
+    the BLAS / OpenMP pools loaded in this process (``threadpoolctl``), e.g.
+    ``"torch 2; openblas 2 (scipy_openblas), openmp 2"``. CPU timings depend on these."""
+    import torch
+
+    parts = [f"torch {torch.get_num_threads()}"]
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        parts.append("BLAS pools unknown (pip install threadpoolctl)")
+    else:
+        for p in threadpool_info():
+            lib = p.get("internal_api", "?")
+            prefix = p.get("prefix", "")
+            parts.append(f"{lib} {p.get('num_threads')}" + (f" ({prefix})" if prefix else ""))
+    return ", ".join(parts)

@@ -196,7 +196,10 @@ def test_ulp_is_a_metric_along_the_number_line(case):
     vals, dtype = case
     a, b, c = sorted(dtype(v) for v in vals)
     d = lambda x, y: _ulps(x, y, dtype)  # noqa: E731
-    assert d(a, c) == d(a, b) + d(b, c)        # monotonic integer mapping: additive
+    if d(a, b) + d(b, c) < 2**63 - 1:          # float64 distances across zero saturate (documented)
+        assert d(a, c) == d(a, b) + d(b, c)    # monotonic integer mapping: additive
+    else:
+        assert d(a, c) == 2**63 - 1
     assert d(a, b) == d(b, a)
     assert (d(a, b) == 0) == (a == b)
     if np.isfinite(np.nextafter(a, dtype(np.inf))):

@@ -57,11 +57,10 @@ def spread_over_gpus(args, gpu_ids: list[str], con) -> list[dict]:
 
 
 def run(args) -> int:
-    import torch
-
     from .._dtypes import dtype_info
     from ..ceiling import ceiling
     from ..sweep import measure, report
+    from ..timing import cpu_threads
 
     op = ops.get(args.op)
     for flag, path in (("--out", args.out), ("--csv", args.csv), ("--plot", args.plot)):
@@ -87,8 +86,7 @@ def run(args) -> int:
         con.print(f"[bold]device {device}[/]" + ("" if device != "cpu" else
                   ": no GPU visible, so torch's CPU path and LAPACK (scipy) are timed"))
     if device == "cpu":
-        con.print(f"CPU threads: torch {torch.get_num_threads()}; "
-                  + ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in _threadpools()))
+        con.print(f"CPU threads: {cpu_threads()}")
     for d in args.dtype:
         c = ceiling(device, d)
         con.print(f"ceiling {d} on {c.device}: GEMM {c.gemm_gflops:,.0f} GFLOP/s "
@@ -126,17 +124,8 @@ def run(args) -> int:
     bad = [r for r in rows if r["status"] != "ok"]
     for r in bad:
         con.print(f"[bold red]{r['status']}[/]: {r['method']} {r['dtype']} n={r['n']} batch={r['batch']} "
-                  f"{r['check']} = {report._num(r['ratio'], '.3g')} {r['error'] or ''}")
+                  f"{r['check']} = {report.fmt_number(r['ratio'], '.3g')} {r['error'] or ''}")
     return EXIT_MISMATCH if bad else EXIT_OK
-
-
-def _threadpools() -> list[dict]:
-    """The BLAS / OpenMP thread pools loaded (threadpoolctl, when installed)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return [{"internal_api": "scipy's BLAS (threadpoolctl not installed)", "num_threads": "?"}]
-    return threadpool_info()
 
 
 def _gpus(text: str) -> str:

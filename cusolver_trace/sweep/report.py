@@ -12,7 +12,7 @@ import math
 
 from ..ceiling import ceiling
 
-__all__ = ["sweep_report", "write_json", "write_csv", "results_table", "plot_sweep"]
+__all__ = ["sweep_report", "write_json", "write_csv", "results_table", "plot_sweep", "fmt_number"]
 
 
 def sweep_report(rows, *, settings=None) -> dict:
@@ -41,7 +41,7 @@ def write_csv(rows, path) -> None:
         w.writerows(rows)
 
 
-def _num(x, fmt=".4g"):
+def fmt_number(x, fmt=".4g"):
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
@@ -68,14 +68,14 @@ def results_table(rows):
             "" if r.get("checked", True) else " (check=False)")
         cells = ([str(r.get("physical_gpu", ""))] if len(gpus) > 1 else []) + [
                  r["dtype"], str(r["n"]), str(r["batch"]), method, status,
-                 f"{r['check']} {_num(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
-                 _num(r.get("median_ms")),
-                 _num(r.get("iqr_ms"), ".2g") + (" [yellow]noisy[/]" if r.get("noisy") else ""),
-                 _num(r.get("ratio_to_torch"), ".3f"),
-                 _num(r.get("check_overhead"), ".3f"),
-                 r["flop_count"], _num(r["gflops"]), _num(r["pct_of_ceiling"], ".1f")]
+                 f"{r['check']} {fmt_number(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
+                 fmt_number(r.get("median_ms")),
+                 fmt_number(r.get("iqr_ms"), ".2g") + (" [yellow]noisy[/]" if r.get("noisy") else ""),
+                 fmt_number(r.get("ratio_to_torch"), ".3f"),
+                 fmt_number(r.get("check_overhead"), ".3f"),
+                 r["flop_count"], fmt_number(r["gflops"]), fmt_number(r["pct_of_ceiling"], ".1f")]
         if inv:
-            cells += [_num(r.get("gflops_potri")), _num(r.get("pct_of_ceiling_potri"), ".1f")]
+            cells += [fmt_number(r.get("gflops_potri")), fmt_number(r.get("pct_of_ceiling_potri"), ".1f")]
         t.add_row(*cells)
     return t
 

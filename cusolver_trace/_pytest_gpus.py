@@ -153,6 +153,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     out, rows = report
     from rich.console import Console
+
+    Console(width=200, file=terminalreporter._tw._file).print(summary_table(rows, out))
+
+
+def summary_table(rows: list[dict], out) -> "rich.table.Table":  # noqa: F821
+    """The merged rows as one rich table, titled with what its figures are (devices, clocks)."""
     from rich.table import Table
 
     devices = sorted({str(r.get("device")) for r in rows})
@@ -173,7 +179,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             # torch's BLAS while the method may run another (scipy's OpenBLAS); say so
             cells[keys.index("pct_of_ceiling")] += " (above the measured GEMM rate)"
         t.add_row(*cells)
-    Console(width=200, file=terminalreporter._tw._file).print(t)
+    return t
 
 
 def _cell(v):

@@ -31,3 +31,18 @@ def test_merge_orders_rows_from_every_worker(tmp_path):
                                         + json.dumps({"group": "a", "name": "auto", "worker": "gw1"}) + "\n")
     rows = plugin.merge(tmp_path)
     assert [(r["group"], r["name"]) for r in rows] == [("a", "auto"), ("a", "potri"), ("b", "torch")]
+
+
+def test_summary_says_what_its_figures_are():
+    from rich.console import Console
+
+    rows = [{"group": "g", "name": "potri", "device": "cpu", "worker": "main", "median_ms": 0.5,
+             "pct_of_ceiling": 147.3, "noisy": True},
+            {"group": "g", "name": "torch", "device": "cpu", "worker": "main", "median_ms": 0.4,
+             "pct_of_ceiling": 20.0, "noisy": False}]
+    con = Console(width=400, record=True, file=__import__("io").StringIO())
+    con.print(plugin.summary_table(rows, "out.json"))
+    text = con.export_text()
+    assert "GPU results merged" not in text and "(cpu)" in text and "perf_counter" in text
+    assert "147.3 (above the measured GEMM rate)" in text and "20 " in text
+    assert "noisy" in text and "True" in text

@@ -4,8 +4,6 @@ cholesky_inverse paths (Xpotrs at batch 1, MAGMA at batch 3) and the torch 2.13 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -141,6 +139,7 @@ def test_bad_usage_exits_2(capsys):
         with pytest.raises(SystemExit) as e:
             cli_main(argv)
         assert e.value.code == 2
+    capsys.readouterr()
     assert cli_main(["diff", str(T213), str(T213), "--section-a", "nope"]) == 2
     assert "no section 'nope'" in one_line(capsys.readouterr().err)
 

@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser
     """
     from .. import __version__
-    from . import compare, devices, info, sweep, trace
+    from . import compare, devices, diff, info, sweep, trace
 
     parser = argparse.ArgumentParser(
         prog="cusolver-trace",
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and check results and timing against torch.")
     parser.add_argument("--version", action="version", version=f"cusolver-trace {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for mod in (info, compare, devices, sweep, trace):
+    for mod in (info, compare, devices, sweep, trace, diff):
         mod.register(sub)
     return parser
 

@@ -6,15 +6,25 @@ torch.profiler).
 * :func:`run_traced` -- a whole program with the loggers on
 * :func:`parse_log` / :func:`load_log` -- a captured log
 * :func:`classify_kernel` -- kernel name -> library
+* :func:`summarize` -- calls and GPU time per routine (the summary table)
+* :func:`calls_equal` / :func:`diff_traces` -- compare two traces call by call
+* :func:`chrome_trace` -- a trace as a Chrome-trace / Perfetto timeline
+* :func:`nvtx_range` -- an NVTX range (no-op without the ``nvtx`` package)
 
-See docs/reading-a-trace.md.
+See docs/reading-a-trace.md and docs/tracing-programs.md.
 """
 from .kernels import classify_kernel
 from .logparse import ApiCall, ParsedLog, load_log, parse_log
 from .model import CallNode, RepeatBlock, Trace, build_tree, fold_repeats
 from .profile import trace
 from .runner import TraceRun, run_traced
+from .summary import Summary, summarize
+from .diff import CallDifference, TraceDiff, calls_equal, diff_traces
+from .chrome import chrome_trace, validate_chrome_trace, write_chrome_trace
+from .nvtx import nvtx_range
 
 __all__ = ["trace", "Trace", "parse_log", "load_log", "run_traced", "TraceRun",
            "classify_kernel", "ApiCall", "ParsedLog", "CallNode", "build_tree",
-           "RepeatBlock", "fold_repeats"]
+           "RepeatBlock", "fold_repeats", "Summary", "summarize", "calls_equal", "diff_traces",
+           "TraceDiff", "CallDifference", "chrome_trace", "write_chrome_trace",
+           "validate_chrome_trace", "nvtx_range"]

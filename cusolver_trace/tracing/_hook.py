@@ -72,10 +72,35 @@ class StdoutHook:
     fd: int = 1
     profiling: bool = False
     names: list[str] = field(default_factory=list)
+    #: With :attr:`capture_source`: per record, ``(file, line, code)`` of the user's
+    #: Python frame that issued it (frames inside torch, this package and the
+    #: bootstrap skipped), or ``None`` (no Python frame: a C++ / autograd thread).
+    sources: list = field(default_factory=list)
+    capture_source: bool = False
+    #: Path prefixes whose frames are never "the user's line".
+    skip_prefixes: tuple = ()
     _keep: list = field(default_factory=list, repr=False)
 
     def reset(self) -> None:
         self.names.clear()
+        self.sources.clear()
+
+    def _source(self):
+        """``(file, line, code)`` of the innermost frame outside ``skip_prefixes``."""
+        import linecache
+        import sys as _sys
+
+        try:
+            frame = _sys._getframe(2)
+        except ValueError:
+            return None
+        while frame is not None:
+            fn = frame.f_code.co_filename
+            if not (fn.startswith("<") or fn.startswith(self.skip_prefixes)):
+                line = frame.f_lineno
+                return (fn, line, linecache.getline(fn, line).strip())
+            frame = frame.f_back
+        return None
 
     def _on_write(self, _cookie, buf, size) -> int:
         data = ctypes.string_at(buf, size)
@@ -84,6 +109,8 @@ class StdoutHook:
                 name = (m.group("solver") or m.group("blas")).decode()
                 i = len(self.names)
                 self.names.append(name)
+                if self.capture_source:
+                    self.sources.append(self._source())
                 if self.profiling:
                     from torch.profiler import record_function
 

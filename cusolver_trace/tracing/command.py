@@ -1,9 +1,13 @@
 """``cusolver-trace trace``: run a program with the API loggers on, or read a captured log.
 
-    cusolver-trace trace [--json PATH] [--all] [--no-fold] [--keep-log PATH] -- python script.py args...
+    cusolver-trace trace [--json PATH] [--all] [--no-fold] [--keep-log PATH]
+                         [--by routine|shape|op|line[,...]] [--no-tree] [--no-timing]
+                         [--overhead] [--chrome PATH] [--full] -- python script.py args...
     cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all] [--no-fold]
+                         [--by ...] [--no-tree] [--chrome PATH] [--full]
 
-Running a program prints its own output, then the call tree; the exit status
+Running a program prints its own output, then the summary (calls and GPU time
+per routine), then the call tree (see docs/tracing-programs.md); the exit status
 is passed through (128 + N when the program was killed by signal N; 127 when
 the program is not found, 126 when it cannot be executed).
 
@@ -18,6 +22,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 import traceback
 from typing import Sequence
 
@@ -29,11 +34,16 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 _DESCRIPTION = (
     "Trace the cuSOLVER and cuBLAS API calls a program makes (the libraries' own loggers, "
     "CUSOLVERDN_LOG_LEVEL=5 and CUBLAS_LOGINFO_DBG=1, on the program's stdout), and show "
-    "them as a tree: cuBLAS calls under the cuSOLVER call that issued them, consecutive "
-    "identical calls collapsed with a count.")
+    "them: first a summary (calls and GPU time per routine, --by routine / shape / op / line), "
+    "then a tree: cuBLAS calls under the cuSOLVER call that issued them, consecutive "
+    "identical calls collapsed with a count. A Python program runs under torch.profiler "
+    "(unless --no-timing) so each call gets the GPU time of the kernels it launched. "
+    "See docs/tracing-programs.md.")
 _EPILOG = (
     "examples:\n"
     "  cusolver-trace trace -- python3 script.py --n 256\n"
+    "  cusolver-trace trace --by op --no-tree -- python3 examples/trace_gp.py --n 2000\n"
+    "  cusolver-trace trace --by routine,shape --chrome timeline.json -- python3 script.py\n"
     "  cusolver-trace trace --json trace.json --all -- python3 script.py\n"
     "  cusolver-trace trace --json - -- python3 script.py | jq .   # JSON alone on stdout\n"
     "  cusolver-trace trace --from-log tests/data/h200-torch2.11-cu130/trace-stdout.log.gz "
@@ -85,8 +95,37 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help="end the program and everything it started after SECONDS (SIGTERM, "
                         "then SIGKILL); what it logged is kept")
+    p.add_argument("--by", type=_by_keys, default=("routine",), metavar="KEYS",
+                   help="group the summary (and, for op / line, the tree) by: routine (default), "
+                        "shape (routine + size arguments n/m/k/nrhs/batchSize/lda), op (the torch "
+                        "op that issued each call), line (the program's source line); "
+                        "comma-separated, e.g. routine,shape")
+    p.add_argument("--tree", action=argparse.BooleanOptionalAction, default=True,
+                   help="show the call tree after the summary (default; --no-tree: summary only)")
+    p.add_argument("--no-timing", action="store_true",
+                   help="do not run the program under torch.profiler: calls only, no GPU times")
+    p.add_argument("--overhead", action="store_true",
+                   help="run the program twice, without and with the profiler, and report both "
+                        "wall times")
+    p.add_argument("--chrome", metavar="PATH",
+                   help="write a Chrome-trace / Perfetto timeline JSON (API calls, kernels) to PATH")
+    p.add_argument("--full", action="store_true",
+                   help="JSON with every record (pointers, log lines, kernels per record) "
+                        "instead of the compact tree")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="the program and its arguments, after '--'")
+
+
+_KINETO_NOISE = __import__("re").compile(r"^USDT:.* \S*ActivityProfiler\S*\.cpp:\d+\] profiler_(?:start|stop)\s*$")
+
+
+def _by_keys(text: str) -> tuple:
+    from .summary import parse_by
+
+    try:
+        return parse_by(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -124,10 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_json(trace, path: str, console) -> None:
+def _write_json(trace, path: str, console, *, full: bool = False, summary=None) -> None:
     from rich.markup import escape
 
-    text = trace.to_json()
+    text = trace.to_json(compact=not full, records=full, summary=summary)
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -281,14 +320,28 @@ def _run(args: argparse.Namespace, say) -> int:
         raise _Failure("give either --from-log FILE or a command after '--', not both")
     if not args.from_log and not command:
         raise _Failure("nothing to run: give a command after '--' (or --from-log FILE)")
+    by = tuple(getattr(args, "by", ("routine",)) or ("routine",))
+    show_tree = getattr(args, "tree", True)
+    no_timing = getattr(args, "no_timing", False)
+    overhead = getattr(args, "overhead", False)
+    chrome = getattr(args, "chrome", None)
+    full = getattr(args, "full", False)
+    if args.from_log and overhead:
+        raise _Failure("--overhead runs a program; it cannot be used with --from-log")
+    if no_timing and overhead:
+        raise _Failure("--overhead compares runs with and without the profiler; "
+                       "it cannot be used with --no-timing")
+    if chrome == "-":
+        raise _Failure("--chrome needs a file name ('-' is not accepted)")
     for option, path in (("--from-log", args.from_log), ("--json", args.json),
-                         ("--keep-log", args.keep_log)):
+                         ("--keep-log", args.keep_log), ("--chrome", chrome)):
         if path is not None and "\0" in path:
             raise _Failure(f"{option} {path!r}: a file name cannot contain a NUL character")
     # Output paths are checked before anything runs: a program is not run for
     # nothing, and its exit status is never confused with trace's own failure.
     outputs = [(option, path) for option, path in (("--json", args.json),
-                                                   ("--keep-log", args.keep_log))
+                                                   ("--keep-log", args.keep_log),
+                                                   ("--chrome", chrome))
                if path is not None and not (option == "--json" and path == "-")]
     for option, path in outputs:
         problem = _output_path_problem(option, path)
@@ -317,23 +370,44 @@ def _run(args: argparse.Namespace, say) -> int:
         if not log.ordered and len(log.libraries) == 1:
             notes.append(f"only {next(iter(log.libraries))} records: a single logger's file, "
                          f"so no nesting under cuSOLVER calls")
+        if "op" in by or "line" in by:
+            notes.append(f"--by {','.join(by)}: a captured log does not say which torch op or "
+                         f"source line issued a call (that needs a profiled run of the program)")
         trace = Trace(label=args.from_log + (f"  [{args.section}]" if args.section else ""),
                       calls=log.calls, notes=notes, output=[o.text for o in log.output],
-                      sections=list(log.sections))
+                      sections=list(log.sections),
+                      why_no_times="a captured log holds the calls but no kernel times "
+                                   "(GPU times need a profiled run: trace -- python3 PROGRAM)")
         _echo(human, trace.output)
-        out.print(trace.renderable(all=args.all, fold=not args.no_fold))
-        if args.json:
-            _write_json(trace, args.json, out)
+        summary = trace.summary(by=by, all=args.all)
+        out.print(trace.renderable(all=args.all, fold=not args.no_fold, by=by, tree=show_tree,
+                                   summary=True))
+        _finish_outputs(trace, args, out, summary, chrome, full)
         return EXIT_OK
 
+    from .program import program_command
+
+    unprofiled_s = None
     try:
-        result = run_traced(command, log_path=args.keep_log, timeout=args.timeout)
+        if overhead:  # first without the profiler (loggers on), its output is not shown
+            plain = run_traced(command, timeout=args.timeout)
+            unprofiled_s = plain.wall_s
+        with tempfile.TemporaryDirectory(prefix="cusolver-trace-prof-") as prof_dir:
+            argv, why_not = (None, "--no-timing was given") if no_timing else \
+                program_command(command, prof_dir)
+            result = run_traced(argv or command, log_path=args.keep_log, timeout=args.timeout)
+            result.argv = list(command)
+            argv_profiled = argv is not None
+            timing_notes, timing = _program_timing(result, prof_dir if argv else None, why_not)
     except ProgramStartError as e:
         raise _Failure(e.strerror or str(e), e.exit_status) from None
     except OSError as e:
         raise _Failure(f"cannot write the log: {_os_error_text(e)}"
                        if args.keep_log else _os_error_text(e)) from None
     _echo(human, result.output)
+    if argv_profiled:  # kineto's own start/stop lines are not the program's
+        result.stderr = "".join(line for line in result.stderr.splitlines(keepends=True)
+                                if not _KINETO_NOISE.match(line))
     if result.stderr:
         sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         sys.stderr.flush()
@@ -342,8 +416,21 @@ def _run(args: argparse.Namespace, say) -> int:
     except KeyError as e:
         say(e.args[0])
         trace = result.to_trace()
+    trace.wall_s, trace.wall_s_unprofiled = result.wall_s, unprofiled_s
+    trace.notes.extend(timing_notes)
+    if timing is not None:
+        trace.outside_kernels, trace.gpu_events = timing
+    else:
+        trace.why_no_times = (timing_notes[0].removeprefix("no per-call GPU time: ")
+                              if timing_notes else "not measured")
+    if overhead:
+        trace.notes.append("--overhead: the program ran twice, first without the profiler "
+                           "(its output not shown), then with it; caches, compilation and "
+                           "autotuning can favour the second run")
+    summary = trace.summary(by=by, all=args.all)
     out.rule("[bold]cusolver-trace[/bold]")
-    out.print(trace.renderable(all=args.all, fold=not args.no_fold))
+    out.print(trace.renderable(all=args.all, fold=not args.no_fold, by=by, tree=show_tree,
+                               summary=True))
     if result.signal is not None:
         out.print(f"[bold red]killed by {result.signal_name}[/bold red] "
                   f"(exit status {result.exit_status})")
@@ -351,9 +438,49 @@ def _run(args: argparse.Namespace, say) -> int:
         out.print(f"exit status {result.returncode}")
     if args.keep_log:
         out.print(f"[dim]raw log kept in {escape(args.keep_log)}[/dim]")
-    if args.json:
-        _write_json(trace, args.json, out)
+    _finish_outputs(trace, args, out, summary, chrome, full)
     return result.exit_status
+
+
+def _finish_outputs(trace, args, out, summary, chrome: str | None, full: bool) -> None:
+    """Write ``--chrome`` and ``--json`` (in that order; the JSON may go to stdout)."""
+    from rich.markup import escape
+
+    if chrome:
+        from .chrome import write_chrome_trace
+
+        try:
+            write_chrome_trace(trace, chrome)
+        except OSError as e:
+            raise _Failure(f"cannot write the timeline to {chrome}: {e.strerror or e}") from None
+        out.print(f"[dim]Chrome-trace timeline written to {escape(chrome)} "
+                  f"(open it in https://ui.perfetto.dev)[/dim]")
+    if args.json:
+        _write_json(trace, args.json, out, full=full, summary=summary)
+
+
+def _program_timing(result, prof_dir: str | None, why_not: str | None):
+    """Per-call GPU times of a program run through the bootstrap.
+
+    Returns ``(notes, (outside_kernels, gpu_events) | None)``; sets the records'
+    kernels / op / where / span in place."""
+    from .program import apply_timing, attribute_program, load_program_profile
+
+    if prof_dir is None:
+        return [f"no per-call GPU time: {why_not}"], None
+    prof = load_program_profile(prof_dir)
+    if not prof.timing:
+        return [f"no per-call GPU time: {prof.why}"], None
+    notes: list[str] = []
+    timing = attribute_program(prof.events)
+    outside = apply_timing(result.log.records, timing, prof.sources, notes)
+    if outside is None:
+        return notes, None
+    if not prof.cuda:  # ops and source lines are known, GPU times are not
+        for r in result.log.records:
+            r.kernels = None
+        return [f"no per-call GPU time: {prof.why}"], None
+    return notes, (outside, timing.gpu)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

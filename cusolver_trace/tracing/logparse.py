@@ -155,8 +155,14 @@ class ApiCall:
     truncated : bool     a cuBLAS record cut off by the end of the log (crash)
     children : list      cuBLAS calls issued inside this cuSOLVER call
     kernels : list | None  ``(kernel name, GPU ms)`` this call itself launched, when
-                         known (:func:`cusolver_trace.trace` of a CUDA call); not
-                         those of its ``children``. ``None``: not measured
+                         known (:func:`cusolver_trace.trace` of a CUDA call, or a
+                         whole program traced with timing); not those of its
+                         ``children``. ``None``: not measured
+    op : str | None      the torch op that issued the call (``aten::cholesky_inverse``),
+                         when the program was profiled
+    where : str | None   ``file:line`` of the user's Python code that issued it
+    code : str | None    that line's source text
+    span : tuple | None  ``(start_us, end_us)`` on the host timeline (profiled runs)
     """
 
     library: str
@@ -170,6 +176,10 @@ class ApiCall:
     truncated: bool = False
     children: list["ApiCall"] = field(default_factory=list)
     kernels: list[tuple[str, float]] | None = None
+    op: str | None = None
+    where: str | None = None
+    code: str | None = None
+    span: tuple[float, float] | None = None
 
     @property
     def kind(self) -> str:

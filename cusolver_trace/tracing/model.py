@@ -103,6 +103,24 @@ class CallNode:
             "children": [c.to_dict() for c in self.children],
         }
 
+    def to_compact_dict(self) -> dict:
+        """Smaller form for the default JSON: no pointers, the first log line only,
+        timing keys only when measured, ``op`` / ``where`` / ``code`` only when known."""
+        d = {"library": self.library, "function": self.function, "kind": self.kind,
+             "count": self.count, "args": self.args, "section": self.call.section,
+             "line": self.lines[0] if self.lines else self.call.line}
+        if self.call.truncated:
+            d["truncated"] = True
+        if self.self_gpu_ms is not None:
+            d.update(gpu_ms=self.gpu_ms, self_gpu_ms=self.self_gpu_ms, kernels=self.kernel_count,
+                     self_kernels=self.self_kernels)
+        for key in ("op", "where", "code"):
+            value = getattr(self.call, key, None)
+            if value is not None:
+                d[key] = value
+        d["children"] = [c.to_compact_dict() for c in self.children]
+        return d
+
     def walk(self) -> Iterable["CallNode"]:
         yield self
         for c in self.children:
@@ -125,7 +143,7 @@ def build_tree(calls: Iterable[ApiCall], *, kinds: Iterable[str] | None = None) 
             continue
         children = build_tree(c.children, kinds=kinds)
         sig = (c.library, c.function, c.section, tuple(c.values().items()),
-               tuple(_node_sig(n) for n in children))
+               tuple(_node_sig(n) for n in children), c.op, c.where)
         own = None if c.kernels is None else sum(ms for _k, ms in c.kernels)
         nk = 0 if c.kernels is None else len(c.kernels)
         if nodes and sig == last_sig:
@@ -154,7 +172,8 @@ def _merge_times(into: CallNode, other: CallNode) -> None:
 
 
 def _node_sig(n: CallNode) -> tuple:
-    return (n.function, n.count, tuple(n.args.items()), tuple(_node_sig(c) for c in n.children))
+    return (n.function, n.count, tuple(n.args.items()), tuple(_node_sig(c) for c in n.children),
+            n.call.op, n.call.where)
 
 
 @dataclass
@@ -276,7 +295,13 @@ class Trace:
     outside_kernels : list[tuple[str, float]] | None
                            ``(kernel, GPU ms)`` launched outside any cuSOLVER / cuBLAS
                            call (torch's own ATen kernels) when per-call times were
-                           measured (:func:`cusolver_trace.trace` of a CUDA call)
+                           measured (:func:`cusolver_trace.trace` of a CUDA call, or a
+                           whole program traced with timing)
+    wall_s : float | None  the program's wall time (profiled run)
+    wall_s_unprofiled : float | None  wall time of a run without the profiler (``--overhead``)
+    gpu_events : list | None  GPU timeline of a profiled program (:class:`.program.GpuEvent`),
+                           for :func:`.chrome.chrome_trace`
+    why_no_times : str | None  why there are no per-call GPU times (shown in the summary)
     """
 
     label: str = ""
@@ -290,6 +315,10 @@ class Trace:
     signal: int | None = None
     sections: list[str] = field(default_factory=list)
     outside_kernels: list[tuple[str, float]] | None = None
+    wall_s: float | None = None
+    wall_s_unprofiled: float | None = None
+    gpu_events: list | None = None
+    why_no_times: str | None = None
 
     # -- queries ------------------------------------------------------------
     def tree(self, *, all: bool = False) -> list[CallNode]:
@@ -298,6 +327,49 @@ class Trace:
         if not self.calls:
             return []
         return build_tree(self.calls, kinds=None if all else ("compute", "query"))
+
+    def records(self) -> list[ApiCall]:
+        """Every call, flat, in log order (cuBLAS calls right after the cuSOLVER call
+        that issued them)."""
+        out: list[ApiCall] = []
+
+        def walk(c):
+            out.append(c)
+            for ch in c.children:
+                walk(ch)
+
+        for c in self.calls or []:
+            walk(c)
+        return out
+
+    def summary(self, *, by=("routine",), all: bool = False):
+        """The summary table (:func:`.summary.summarize`) of this trace.
+
+        Parameters
+        ----------
+        by : sequence of str
+            Grouping keys: ``routine``, ``shape``, ``op``, ``line``.
+        all : bool
+            Count setup calls too.
+
+        Returns
+        -------
+        Summary
+
+        Examples
+        --------
+        >>> Trace(calls=[]).summary().rows
+        []
+        """
+        from .summary import summarize
+
+        why = self.why_no_times
+        if why is None and not any(r.kernels is not None for r in self.records()):
+            why = ("a captured log has calls but no kernel times" if self.wall_s is None
+                   else "the program was not profiled")
+        return summarize(self.records(), by=by, outside_kernels=self.outside_kernels,
+                         wall_s=self.wall_s, wall_s_unprofiled=self.wall_s_unprofiled,
+                         include_setup=all, why_no_times=why)
 
     def find(self, function: str) -> list[CallNode]:
         """All nodes (at any depth, full tree) whose function is ``function``."""
@@ -327,13 +399,34 @@ class Trace:
         return self.returncode
 
     # -- serialisation ------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self, *, compact: bool = False, records: bool = False, summary=None) -> dict:
         """JSON-ready dict (schema ``cusolver-trace/trace/1``); the call tree
-        includes every kind of call, each node with its ``kind``."""
-        return {
+        includes every kind of call, each node with its ``kind``.
+
+        Parameters
+        ----------
+        compact : bool
+            Smaller nodes (:meth:`CallNode.to_compact_dict`: no pointers, first log
+            line only), as ``cusolver-trace trace --json`` writes by default.
+        records : bool
+            Also a ``records`` list with every record (``--full``).
+        summary : Summary, optional
+            Added under the ``summary`` key (with ``wall_s``).
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> Trace(label="x", calls=[]).to_dict()["calls"]
+        []
+        """
+        node = CallNode.to_compact_dict if compact else CallNode.to_dict
+        d = {
             "schema": SCHEMA,
             "label": self.label,
-            "calls": None if self.calls is None else [n.to_dict() for n in build_tree(self.calls)],
+            "calls": None if self.calls is None else [node(n) for n in build_tree(self.calls)],
             "kernels": None if self.kernels is None else [k.to_dict() for k in self.kernels],
             "gpu_ms_by_library": self.gpu_ms_by_library(),
             "aten_ops": None if self.aten_ops is None else [a.to_dict() for a in self.aten_ops],
@@ -348,23 +441,56 @@ class Trace:
             "signal_name": self.signal_name,
             "exit_status": self.exit_status,
         }
+        if summary is not None:
+            d["summary"] = summary.to_dict()
+            d["wall_s"] = self.wall_s
+            d["format"] = "full" if records else "compact" if compact else "tree"
+        if records:
+            d["records"] = [_record_dict(r) for r in self.records()]
+        return d
 
-    def to_json(self, **kw) -> str:
-        kw.setdefault("indent", 2)
-        return json.dumps(self.to_dict(), **kw)
+    def to_json(self, *, compact: bool = False, records: bool = False, summary=None, **kw) -> str:
+        """:meth:`to_dict` as JSON text (``indent=2``; ``indent=1`` when ``compact``).
+
+        Parameters
+        ----------
+        compact, records, summary
+            See :meth:`to_dict`.
+        **kw
+            Passed to :func:`json.dumps`.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Trace(label="x").to_json().startswith("{")
+        True
+        """
+        kw.setdefault("indent", 1 if compact else 2)
+        return json.dumps(self.to_dict(compact=compact, records=records, summary=summary), **kw)
 
     # -- rendering ----------------------------------------------------------
-    def renderable(self, *, all: bool = False, fold: bool = True):
-        """A rich renderable: the call tree, the kernel table and the notes.
+    def renderable(self, *, all: bool = False, fold: bool = True, by=("routine",),
+                   tree: bool = True, summary: bool = False):
+        """A rich renderable: the summary (optional), the call tree, the kernel table and the notes.
 
         ``all`` shows setup calls too; ``fold`` folds repeated call sequences
-        (:func:`fold_repeats`) into ``× k`` blocks."""
+        (:func:`fold_repeats`) into ``× k`` blocks; ``by`` containing ``op`` or
+        ``line`` groups the calls under the torch op / source line that issued
+        them; ``tree=False`` leaves the tree out; ``summary`` puts the summary
+        table (:meth:`summary`) first."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
         from rich.tree import Tree
 
         parts: list = []
+        if summary:
+            parts.append(self.summary(by=by, all=all).renderable())
+            parts.append(Text(""))
+        group_key = _group_key(by)
         root = Tree(Text(self.label or "trace", style="bold"))
         if self.calls is None:
             root.add(Text("API calls not traced (see the note below)", style="dim italic"))
@@ -379,8 +505,11 @@ class Trace:
             for label, run in runs:
                 group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
                     if grouped else root
-                for item in (fold_repeats(run) if fold else run):
-                    _add_item(group, item)
+                for key, sub in _runs_by(run, group_key):
+                    parent = group if group_key is None else group.add(
+                        Text(key, style="bold blue"))
+                    for item in (fold_repeats(sub) if fold else sub):
+                        _add_item(parent, item)
             empty = [s for s in self.sections if s not in {n.call.section for n in nodes}]
             if grouped and empty:
                 branch = root.add(Text("sections with no call shown", style="bold yellow"))
@@ -393,7 +522,8 @@ class Trace:
             if hidden and not all:
                 root.add(Text(f"({hidden} setup calls hidden: handles, streams, params; "
                               f"show them with --all / all=True)", style="dim"))
-        parts.append(root)
+        if tree:
+            parts.append(root)
         if self.aten_ops:
             parts.append(Text("aten ops: " + ", ".join(
                 f"{a.name}" + (f" ×{a.count}" if a.count > 1 else "") for a in self.aten_ops),
@@ -457,6 +587,53 @@ class Trace:
         n = 0 if not self.calls else sum(1 for top in build_tree(self.calls) for _ in top.walk())
         k = "-" if self.kernels is None else len(self.kernels)
         return f"<Trace {self.label!r}: {n} call nodes, {k} kernels>"
+
+
+def _record_dict(r: ApiCall) -> dict:
+    """One record of ``--full`` JSON: everything the log and the profiler said about it."""
+    return {"library": r.library, "function": r.function, "kind": r.kind, "args": r.values(),
+            "pointers": dict(r.pointers()), "line": r.line, "section": r.section,
+            "pid": r.pid, "time": r.time, "truncated": r.truncated,
+            "kernels": None if r.kernels is None else [[k, ms] for k, ms in r.kernels],
+            "op": r.op, "where": r.where, "code": r.code,
+            "span_us": None if r.span is None else list(r.span)}
+
+
+def _short_path(path: str) -> str:
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith(".." + os.sep) else path
+
+
+def _group_key(by):
+    """Key function for grouping the tree by ``op`` / ``line`` (``None``: no grouping)."""
+    by = tuple(by or ())
+    if "line" in by:
+        def key(n: CallNode) -> str:
+            if not n.call.where:
+                return "(no Python line: a C++ / autograd thread, or not profiled)"
+            path, _, line = n.call.where.rpartition(":")
+            return f"{_short_path(path)}:{line}" + (f"  {n.call.code}" if n.call.code else "")
+        return key
+    if "op" in by:
+        return lambda n: n.call.op or "(no torch op, or not profiled)"
+    return None
+
+
+def _runs_by(nodes: list[CallNode], key) -> list[tuple[str | None, list[CallNode]]]:
+    if key is None:
+        return [(None, nodes)]
+    runs: list[tuple[str, list[CallNode]]] = []
+    for n in nodes:
+        k = key(n)
+        if not runs or runs[-1][0] != k:
+            runs.append((k, []))
+        runs[-1][1].append(n)
+    return runs
 
 
 def _add_item(parent, item: "CallNode | RepeatBlock") -> None:

@@ -1,0 +1,213 @@
+"""Bootstrap of a whole traced Python program (``cusolver-trace trace -- python3 prog.py``).
+
+Started by :func:`cusolver_trace.tracing.program.program_command` as::
+
+    python3 [interpreter options] -c BOOTSTRAP <_hook.py> <_progboot.py> OUTDIR MODE TARGET ARGS...
+
+The bootstrap first loads ``_hook.py`` by path (stdlib only) and installs the C
+``stdout`` hook -- before anything imports torch, and so before cuSOLVER /
+cuBLAS are loaded -- then loads this file by path and calls :func:`main`. It
+does not import :mod:`cusolver_trace` (the program may not have it on its path).
+
+:func:`main` imports torch, starts ``torch.profiler`` (CPU, plus CUDA when a GPU
+is visible), switches the hook's per-record markers and source-line capture on,
+runs the program (``MODE`` = ``path``: ``runpy.run_path``; ``module``:
+``runpy.run_module``; ``code``: ``exec``) with ``sys.argv`` as the program
+expects it, then stops the profiler and writes into ``OUTDIR``:
+
+* ``status.json`` -- ``{"timing": bool, "cuda": bool, "why": str | None}``
+* ``hook.json``   -- ``{"names": [...], "sources": [[file, line, code] | null, ...]}``
+* ``events.json`` -- the profiler events that matter, as lists
+  ``[device, start_ns, duration_ns, correlation_id, name, thread, device_index, resource]``:
+  the ``ct_api#`` markers, CUDA runtime launch / memcpy / memset calls, ``aten::`` and
+  ``autograd::`` ops (for ``--by op``), and every GPU event.
+
+Why torch.profiler (and not CUPTI directly through cupti-python): it is what the
+project already uses for ``trace(fn)``, it gives kernels, runtime launches and
+aten ops with shared correlation ids in one place, and cupti-python is not
+installed on the GPU machine.
+
+Whatever happens -- no torch, no GPU, a hook that could not be installed -- the
+program still runs; ``status.json`` says why there is no timing. The program's
+own exit (``SystemExit``, an exception, ``KeyboardInterrupt``) is re-raised
+after the files are written, so its exit status and traceback are unchanged.
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import sysconfig
+
+_KEEP_CPU_PREFIXES = ("ct_api#", "cudaLaunch", "cuLaunch", "cudaMemcpy", "cudaMemset",
+                      "cuMemcpy", "cuMemset", "cudaGraphLaunch", "cuGraphLaunch",
+                      "aten::", "autograd::")
+
+
+def _write(folder: str, name: str, obj) -> None:
+    try:
+        with open(os.path.join(folder, name), "w") as fh:
+            json.dump(obj, fh)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _opt(e, method: str) -> int:
+    """An optional integer field of a kineto event (0 where this torch lacks it)."""
+    try:
+        return int(getattr(e, method)())
+    except Exception:
+        return 0
+
+
+def _events(prof) -> list:
+    out = []
+    for e in prof.profiler.kineto_results.events():
+        cuda = "CUDA" in str(e.device_type())
+        name = e.name()
+        if not cuda and not name.startswith(_KEEP_CPU_PREFIXES):
+            continue
+        out.append(["cuda" if cuda else "cpu", int(e.start_ns()), int(e.duration_ns()),
+                    int(e.correlation_id()), name, _opt(e, "start_thread_id"),
+                    _opt(e, "device_index"), _opt(e, "device_resource_id")])
+    out.sort(key=lambda r: r[1])
+    return out
+
+
+def _skip_prefixes(torch_mod) -> tuple:
+    here = os.path.dirname(os.path.abspath(__file__))          # .../cusolver_trace/tracing
+    prefixes = [os.path.dirname(here) + os.sep, here + os.sep]  # this package
+    if torch_mod is not None:
+        prefixes.append(os.path.dirname(os.path.abspath(torch_mod.__file__)) + os.sep)
+    for key in ("stdlib", "platstdlib"):
+        try:
+            prefixes.append(sysconfig.get_paths()[key] + os.sep)
+        except KeyError:
+            pass
+    return tuple(dict.fromkeys(prefixes))
+
+
+def _run_program(mode: str, target: str, args: list) -> None:
+    if mode == "path":
+        sys.argv = [target] + args
+        sys.path[0:1] = [os.path.dirname(os.path.abspath(target))]
+        runpy.run_path(target, run_name="__main__")
+    elif mode == "module":
+        sys.argv = [target] + args  # run_module puts the module's file in argv[0]
+        sys.path[0:1] = [os.getcwd()]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:  # code
+        sys.argv = ["-c"] + args
+        sys.path[0:1] = [""]
+        main_mod = sys.modules["__main__"]
+        code = compile(target, "<string>", "exec")
+        exec(code, main_mod.__dict__)
+
+
+def main(hook, argv: list) -> None:
+    """Run the program in ``argv`` = ``[OUTDIR, MODE, TARGET, *ARGS]`` under the profiler.
+
+    Parameters
+    ----------
+    hook : StdoutHook or None
+        What ``install_stdout_hook()`` returned in the bootstrap.
+    argv : list of str
+        ``OUTDIR``, ``MODE`` (``path`` / ``module`` / ``code``), ``TARGET``, program args.
+
+    Returns
+    -------
+    None
+        The program's own ``SystemExit`` or exception propagates (after the files
+        are written).
+
+    Raises
+    ------
+    BaseException
+        Whatever the program raised.
+
+    Examples
+    --------
+    Not called by hand: see :func:`cusolver_trace.tracing.program.program_command`.
+    """
+    folder, mode, target, args = argv[0], argv[1], argv[2], list(argv[3:])
+    status = {"timing": False, "cuda": False, "why": None}
+    prof = None
+    torch = None
+    if hook is None:
+        status["why"] = ("C stdout could not be hooked (needs glibc's fopencookie), so log "
+                         "records cannot be placed on the profiler's timeline")
+    else:
+        try:
+            import torch  # noqa: F811 - after the hook: cuSOLVER / cuBLAS load later
+        except Exception as e:  # ImportError, or a broken install
+            torch = None
+            status["why"] = f"torch is not importable in the program's Python ({type(e).__name__}: {e})"
+    if torch is not None:
+        try:
+            import warnings
+
+            from torch.profiler import ProfilerActivity, profile
+
+            cuda = bool(torch.cuda.is_available())
+            status["cuda"] = cuda
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            hook.skip_prefixes = _skip_prefixes(torch)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prof = profile(activities=activities)
+                prof.start()
+            hook.reset()
+            hook.capture_source = True
+            hook.profiling = True
+            status["timing"] = True
+            if not cuda:
+                status["why"] = ("no CUDA device visible to torch in the program: it ran on the "
+                                 "CPU, so there are no kernels and no GPU times")
+        except Exception as e:
+            prof = None
+            status["timing"] = False
+            status["why"] = f"torch.profiler could not be started ({type(e).__name__}: {e})"
+    failure = None
+    try:
+        _run_program(mode, target, args)
+    except BaseException as e:  # SystemExit, KeyboardInterrupt, the program's own errors
+        failure = e
+    finally:
+        if prof is not None:
+            hook.profiling = False
+            try:
+                if status["cuda"]:
+                    torch.cuda.synchronize()
+            except Exception:
+                pass
+            try:
+                prof.stop()
+                _write(folder, "events.json", _events(prof))
+            except Exception as e:
+                status["timing"] = False
+                status["why"] = f"torch.profiler failed to stop ({type(e).__name__}: {e})"
+        if hook is not None:
+            _write(folder, "hook.json", {"names": list(hook.names),
+                                         "sources": [list(s) if s else None for s in hook.sources]})
+        _write(folder, "status.json", status)
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+    if failure is None:
+        return
+    if isinstance(failure, (SystemExit, KeyboardInterrupt)):
+        raise failure  # exit status / signal handling as Python's own
+    # the program's own error: its traceback without the bootstrap's frames, exit status 1
+    tb = failure.__traceback__
+    skip = (os.path.abspath(__file__), os.path.abspath(runpy.__file__))
+    while tb is not None and tb.tb_next is not None and \
+            os.path.abspath(tb.tb_frame.f_code.co_filename) in skip:
+        tb = tb.tb_next
+    sys.excepthook(type(failure), failure.with_traceback(tb), tb)
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    sys.exit(1)

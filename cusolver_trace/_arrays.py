@@ -66,9 +66,12 @@ def operand(x, name: str) -> Operand:
     elif isinstance(x, (np.ndarray, list, tuple)):
         kind, on_gpu = "numpy", False
         data = np.asarray(x)
+        if data.dtype.kind in "fc" and not data.dtype.isnative:  # big-endian: a native copy
+            data = data.astype(data.dtype.newbyteorder("="))
     else:
         raise TypeError(
-            f"{name}: expected a torch.Tensor, cupy.ndarray or numpy.ndarray, got {type(x).__name__}"
+            f"{name}: expected a torch.Tensor, cupy.ndarray, numpy.ndarray or a nested list, got "
+            f"{type(x).__name__}"
         )
     shape = tuple(x.shape if data is None else data.shape)
     if len(shape) < 2:
@@ -122,3 +125,17 @@ def wrap(result, like: Operand):
 
         return torch.from_numpy(result)
     return result
+
+
+def flag(value, name: str) -> bool:
+    """A boolean argument (``upper``, ``check``, ...), checked: a string such as ``"False"``
+    must not silently mean True.
+
+    Raises
+    ------
+    TypeError
+        Not a bool (``numpy.bool_`` is accepted).
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r}")

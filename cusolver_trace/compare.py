@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import checks, ops
+from ._arrays import flag
 from ._dtypes import dtype_info
 from .timing import Timing, cpu_threads, time_calls
 
@@ -436,7 +437,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     timing : bool
         Set False to skip timing.
     matrix : str
-        Description of the input, for the report.
+        A label for the input, recorded as given in the report (e.g. the ``--matrix`` spec
+        the input was made from); default ``"given A"``.
     provenance : bool
         Record versions and loaded libraries.
     seed : int
@@ -465,8 +467,16 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     """
     o = ops.get(op)
     o.require_replay()
+    upper, timing, provenance = (flag(v, k) for k, v in (("upper", upper), ("timing", timing),
+                                                          ("provenance", provenance)))
     if int(repeat) < 0 or int(warmup) < 0:
         raise ValueError(f"repeat and warmup must be >= 0, got repeat={repeat} warmup={warmup}")
+    if preferred not in (None, "default", "cusolver", "magma"):
+        raise ValueError(f"preferred must be 'default', 'cusolver' or 'magma', got {preferred!r}")
+    if torch_version is not None:
+        ops.parse_version(torch_version)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
     A = None if A is None else as_input(A, "A")
     factor = None if factor is None else as_input(factor, "factor")
     if factor is not None and A is not None and factor.device != A.device:
@@ -494,7 +504,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     notes = _notes(o, inputs, upper, path, run, f, ts, rs)
     spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
             "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
-            "preferred": preferred or "default", "matrix": matrix, "seed": seed,
+            "preferred": preferred or "default",
+            "matrix": matrix if matrix is not None else "given A", "seed": seed,
             "repeat": repeat if run.timings else 0, "warmup": warmup,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     return Comparison(o.name, spec, path, v, f.bitwise, f.info_agree, f.max_abs, f.max_ulp,

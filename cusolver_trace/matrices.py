@@ -751,28 +751,32 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
     ------
     ValueError  unknown kind, key, value or LAPACK type (the message lists the forms).
     """
-    kind, _, arg = spec.strip().partition(":")
-    kind = kind.lower()
+    # strict and case-sensitive, like every other value: kinds, keys and names are lower case
+    kind, colon, arg = spec.strip().partition(":")
 
     def bad(why):
         return ValueError(f"bad --matrix {spec!r}: {why}; expected {_SPEC_HELP}")
 
     params: dict = {}
     if kind in _KEYS:
-        for item in filter(None, arg.split(",")):
+        if colon and not arg:
+            raise bad(f"{kind}: needs options after ':' (or no ':')")
+        for item in arg.split(",") if arg else ():
             key, eq, val = item.partition("=")
-            key = key.strip().lower()
-            if key not in _KEYS[kind] or not eq:
+            if key not in _KEYS[kind] or not eq or not val:
                 raise bad(f"unknown or malformed option {item!r} (options: {', '.join(_KEYS[kind])})")
+            if key in params:
+                raise bad(f"option {key!r} given twice")
             try:
-                params[key] = _KEYS[kind][key](val.strip())
+                params[key] = _KEYS[kind][key](val)
             except ValueError:
                 raise bad(f"{key}={val!r} is not a number") from None
         if params.get("mode", "geometric") not in MODES:
             raise bad(f"mode must be one of {', '.join(MODES)}")
-        if not params.get("cond", 1.0) >= 1 or not params.get("gamma", 1.0) > 0 \
-                or not params.get("jitter", 0.0) >= 0:
-            raise bad("need cond >= 1, gamma > 0, jitter >= 0")
+        numbers = [v for v in params.values() if isinstance(v, float)]
+        if not all(np.isfinite(numbers)) or not params.get("cond", 1.0) >= 1 \
+                or not params.get("gamma", 1.0) > 0 or not params.get("jitter", 0.0) >= 0:
+            raise bad("need a finite cond >= 1, gamma > 0, jitter >= 0")
     elif kind == "lapack":
         if arg not in LAPACK_TYPES:
             raise bad(f"LAPACK type must be one of {', '.join(LAPACK_TYPES)}")

@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .backends import cpu as _cpu
-from ._arrays import Operand, as_numpy, operand, require_square, same_backend, wrap
+from ._arrays import Operand, as_numpy, flag, operand, require_square, same_backend, wrap
 from ._dtypes import dtype_info
 from .errors import (IllegalArgumentError, NonFiniteError, NotPositiveDefiniteError,
                      SingularFactorError)
@@ -171,7 +171,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     ValueError
         A is not square, has fewer than 2 dimensions, or ``api`` is unknown.
     TypeError
-        Unsupported dtype or array type.
+        Unsupported dtype or array type; ``upper`` / ``check`` not a bool.
     GPUUnavailableError
         A CUDA input, but CuPy / nvmath-python are missing.
 
@@ -189,6 +189,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     0
     """
     a = operand(A, "A")
+    upper, check = flag(upper, "upper"), flag(check, "check")
     n = require_square(a, "A")
     batch_shape = a.batch_shape
     batch = int(np.prod(batch_shape, dtype=np.int64))
@@ -268,6 +269,7 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
            [1.]])
     """
     c, b, n, batch_shape = _solve_operands(L, B)
+    upper = flag(upper, "upper")
     if api not in ("X", "legacy", "batched"):
         raise ValueError(f"api must be 'X', 'legacy' or 'batched', got {api!r}")
     out_shape = tuple(batch_shape) + b.shape[-2:]
@@ -359,6 +361,8 @@ def trtri(T, upper: bool = False, *, unit_diagonal: bool = False, check: bool = 
            [-2.,  1.]])
     """
     c, n, batch = _factor_operand(T, "T")
+    upper, check = flag(upper, "upper"), flag(check, "check")
+    unit_diagonal = flag(unit_diagonal, "unit_diagonal")
     if n == 0 or batch == 0:
         return _empty_result(c, c.shape, c.batch_shape)[0]
     if c.on_gpu:
@@ -386,9 +390,10 @@ def _torch_cpu(c, upper):
 
     import torch
 
+    # a private, writable, native-order copy: torch refuses or warns on anything else
+    c = np.array(c, dtype=c.dtype.newbyteorder("="), order="C", copy=True)
     try:
-        return torch.cholesky_inverse(torch.from_numpy(np.ascontiguousarray(c)),
-                                      upper=upper).numpy(), None
+        return torch.cholesky_inverse(torch.from_numpy(c), upper=upper).numpy(), None
     except torch.linalg.LinAlgError as exc:
         info = np.zeros(int(np.prod(c.shape[:-2], dtype=np.int64)), np.int32)
         k = re.search(r"diagonal element (\d+)", str(exc))
@@ -711,6 +716,7 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
            [-0.5,  1. ]])
     """
     c, n, batch = _factor_operand(L)
+    upper, check = flag(upper, "upper"), flag(check, "check")
     used = resolve_method(method, n, batch, c.dtype.name, "cuda" if c.on_gpu else "cpu")
     batch_shape = c.batch_shape
     if n == 0 or batch == 0:

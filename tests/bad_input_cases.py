@@ -48,6 +48,7 @@ def _cli(*argv, cwd=None) -> str:
     line = (stream.strip().splitlines() or [""])[-1]
     line = line.replace("cusolver-trace compare: error: ", "").replace("usage: ", "")
     line = re.sub(r"has [0-9.]+ GiB", "has … GiB", line)  # the machine's memory varies
+    line = re.sub(r" \(see cusolver-trace [a-z]+ --help\)$", "", line)
     return f"exit {p.returncode}: {line[:110]}".replace("|", "\\|")
 
 

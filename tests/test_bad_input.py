@@ -300,3 +300,102 @@ def test_devices_cpu_default_is_small(tmp_path):
     rc, _, err = run_cli("devices", "--repeat", "1", "--warmup", "0", "--json", str(out))
     assert rc == 0, err
     assert json.loads(out.read_text())[0]["device"] == "cpu"
+
+
+# --------------------------------------------------------------------------- a new user's attack (round 2)
+def _code(argv) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "--op", "cholesky", "--n", "4", "--uplo", "lower", "--upper"],
+    ["compare", "--op", "cholesky", "--n", "4", "--json", ""],
+    ["devices", "--json", ""],
+    ["sweep", "--op", "cholesky", "--n", "4", "--nrhs", "4", "--out", "s.json"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--out", "s.json", "--csv", "s.json"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--out", "s.json", "--plot", "p.txt"],
+    ["sweep", "--op", "cholesky", "--n", "4", "--out", "s.json", "--csv", ""],
+    ["compare", "--op", "cholesky", "--matrix", "random:cond=2,cond=3"],
+    ["compare", "--op", "cholesky", "--matrix", "random:"],
+    ["compare", "--op", "cholesky", "--matrix", "RANDOM"],
+    ["compare", "--op", "cholesky", "--matrix", "random:COND=2"],
+    ["compare", "--op", "cholesky", "--matrix", "random:cond=inf"],
+    ["compare", "--op", "cholesky", "--n", " 8"],
+    ["compare", "--op", "cholesky", "--n", "1_000"],
+    ["compare", "--op", "cholesky", "--n", "4", "--repeat", "1000000000"],
+    ["compare", "--op", "cholesky", "--n", "4", "--seed", "18446744073709551616"],
+    ["trace", "--from-log", "tests/data/h200-torch2.11-cu130/cusolverdn-api.log", "--keep-log", "k.log"],
+    ["trace", "--from-log", "tests/data/h200-torch2.11-cu130/cusolverdn-api.log", "--timeout", "5"],
+    ["trace", "--keep-log", "-", "--", sys.executable, "-c", "pass"],
+    ["trace", "--from-log", ""],
+])
+def test_values_that_used_to_be_ignored_are_errors(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path) if "s.json" in argv else None
+    code, err = _code(argv)
+    assert code == 2, (argv, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s.json").exists()  # nothing ran
+
+
+def test_an_empty_shard_is_not_a_crash(tmp_path):
+    out = tmp_path / "s.json"
+    code, err = _code(["sweep", "--op", "cholesky_inverse", "--n", "16", "--repeat", "1",
+                       "--shard", "1/2", "--out", str(out)])
+    assert code == 0, err
+    assert json.loads(out.read_text())["results"] == []
+
+
+def test_an_unknown_section_in_a_run_is_exit_2(tmp_path):
+    rc, _, err = run_cli("trace", "--section", "foo", "--", sys.executable, "-c", "print(1)")
+    assert rc == 2 and "no section 'foo'" in err
+
+
+def test_write_errors_name_the_flag_and_path(tmp_path):
+    if not pathlib_exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    code, err = _code(["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", "--json",
+                       "/dev/full"])
+    assert code == 2 and "--json /dev/full" in err
+
+
+def pathlib_exists(p):
+    import os
+
+    return os.path.exists(p)
+
+
+def test_python_flags_and_options_are_strict():
+    L = np.linalg.cholesky(spd(4).numpy())
+    for fn in (lambda: ct.cholesky_inverse(L, upper="False"), lambda: ct.potrf(L @ L.T, "yes"),
+               lambda: ct.potri(L, check="no"), lambda: ct.trtri(L, upper=None),
+               lambda: compare("cholesky", spd(4), upper=1)):
+        with pytest.raises(TypeError, match="must be True or False"):
+            fn()
+    for kw in (dict(preferred="foo"), dict(torch_version="foo"), dict(seed=-1)):
+        with pytest.raises(ValueError):
+            compare("cholesky", spd(4), timing=False, **kw)
+    c = compare("cholesky", spd(4), timing=False, provenance=False)
+    assert c.spec["matrix"] == "given A"
+
+
+def test_big_endian_and_read_only_numpy_through_every_method():
+    import warnings
+
+    L = np.linalg.cholesky(spd(5).numpy())
+    want = ct.cholesky_inverse(L, method="potri")
+    ro = L.copy()
+    ro.setflags(write=False)
+    for X in (L.astype(">f8"), ro):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no torch "not writable" warning either
+            for m in ("torch", "potrs", "potri", "rec_trtri_lauum", "auto"):
+                np.testing.assert_allclose(ct.cholesky_inverse(X, method=m), want, rtol=1e-10)

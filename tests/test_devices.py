@@ -66,7 +66,7 @@ def test_sweep_shards_and_spread_merge(tmp_path):
     b = run_sweep("cholesky_inverse", [8, 12, 16], [1], ["float64"], shard=(1, 2), **kw)
     assert sorted({r["n"] for r in a}) == [8, 16] and {r["n"] for r in b} == {12}
     args = argparse.Namespace(op="cholesky_inverse", n=[8, 12, 16], batch=[1], dtype=["float64"],
-                              method=["torch", "potri"], upper=False, nrhs=1, repeat=1, warmup=0,
+                              method=["torch", "potri"], upper=False, nrhs=None, repeat=1, warmup=0,
                               cond=1e3, seed=0, flush_l2=False, unchecked=False, device="cpu")
     rows = spread_over_gpus(args, ["", ""], Console(file=open(tmp_path / "log", "w")))
     assert sorted((r["n"], r["method"]) for r in rows) == sorted(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_USAGE
+from ._common import EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Parser
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_INTERNAL"]
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     from . import compare, devices, diff, info, sweep, trace
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="cusolver-trace",
         description="Call cuSOLVER directly, replay the calls torch makes for its Cholesky family, "
                     "and check results and timing against torch.")

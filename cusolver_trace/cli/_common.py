@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -12,6 +13,14 @@ EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 class UsageError(ValueError):
     """A value the command cannot use (exit 2, one line)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (``PROG: error: ...``, with a pointer
+    to ``--help``) and exit 2, as every other bad input."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def console(*, stderr: bool = False):
@@ -22,13 +31,16 @@ def console(*, stderr: bool = False):
 
 
 # --------------------------------------------------------------------------- value parsers
-def integer(minimum: int | None = None, maximum: int | None = None):
-    """argparse type: one integer within ``[minimum, maximum]``; anything else is an error."""
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
+    """argparse type: one integer within ``[minimum, maximum]``, written in plain decimal
+    digits (no spaces, underscores or other bases); anything else is an error."""
     def parse(text):
-        try:
-            v = int(str(text).strip(), 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not _INT.fullmatch(str(text)):
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+        v = int(text)
         if minimum is not None and v < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
         if maximum is not None and v > maximum:
@@ -54,7 +66,7 @@ def number(minimum: float | None = None, *, exclusive: bool = False):
 def csv_of(kind, name: str = "value"):
     """argparse type: a comma-separated, non-empty list, each item parsed by ``kind``."""
     def parse(text):
-        items = [v.strip() for v in str(text).split(",")]
+        items = str(text).split(",")
         if not items or any(v == "" for v in items):
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {name}s, got {text!r}")
         return [kind(v) for v in items]
@@ -178,6 +190,8 @@ def output_path(path: str | None, flag: str, *, allow_stdout: bool = True) -> st
     """
     if path is None or (path == "-" and allow_stdout):
         return path
+    if path == "":
+        raise UsageError(f"{flag}: empty file name")
     if path == "-":
         raise UsageError(f"{flag} - (stdout) is not possible here")
     if os.path.isdir(path):
@@ -199,6 +213,41 @@ def write_json(data, path: str, con) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
         return
-    with open(path, "w") as fh:
-        fh.write(text + "\n")
+    with writing(path, "--json"):
+        with open(path, "w") as fh:
+            fh.write(text + "\n")
     con.print(f"wrote {path}")
+
+
+class writing:
+    """Context manager: an OSError while writing ``path`` becomes one line naming the flag and
+    the path (``--json /dev/full: No space left on device``)."""
+
+    def __init__(self, path: str, flag: str):
+        self.path, self.flag = path, flag
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {self.flag} {self.path}: "
+                             f"{exc.strerror or exc}") from None
+        return False
+
+
+def distinct_outputs(**paths) -> None:
+    """Refuse two output flags naming one file (the second would overwrite the first).
+
+    Raises
+    ------
+    UsageError
+    """
+    seen = {}
+    for flag, path in paths.items():
+        if path in (None, "-"):
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"--{seen[key]} and --{flag} name the same file {path}")
+        seen[key] = flag

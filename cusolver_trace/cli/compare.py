@@ -104,19 +104,21 @@ def register(sub) -> None:
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--dtype", type=csv_of(dtype_name, "dtype"), default=None,
                    help="float32,float64,complex64,complex128 (default float64, or a file's own)")
-    p.add_argument("--upper", dest="uplo", action="store_const", const=[True], default=[False],
-                   help="use the upper triangle (default lower)")
-    p.add_argument("--uplo", dest="uplo", type=csv_of(uplo, "fill mode"),
-                   help="L, U, lower, upper (any case), or a list such as lower,upper")
+    fill = p.add_mutually_exclusive_group()
+    fill.add_argument("--upper", dest="uplo", action="store_const", const=[True], default=[False],
+                      help="use the upper triangle (default lower)")
+    fill.add_argument("--uplo", dest="uplo", type=csv_of(uplo, "fill mode"),
+                      help="L, U, lower, upper (any case), or a list such as lower,upper")
     p.add_argument("--matrix", default="random",
                    help="input spec: random, random:cond=1e6, lapack:ill, classic3, file:PATH, digits")
     p.add_argument("--device", default=None, help="cuda:0, cuda:1, ... or cpu (default: cuda:0 if present)")
     p.add_argument("--preferred", type=choice(("default", "cusolver", "magma"), "library"),
                    default=None,
                    help="torch.backends.cuda.preferred_linalg_library during the torch call")
-    p.add_argument("--repeat", type=integer(0), default=20, help="timed runs per side (0: no timing)")
-    p.add_argument("--warmup", type=integer(0), default=3)
-    p.add_argument("--seed", type=integer(0), default=0)
+    p.add_argument("--repeat", type=integer(0, 10000), default=20,
+                   help="timed runs per side (0: no timing; at most 10000)")
+    p.add_argument("--warmup", type=integer(0, 10000), default=3)
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
     p.add_argument("--keep-batch-dim", action="store_true", help="batch 1 as (1, n, n) instead of (n, n)")
     p.add_argument("--summary-only", action="store_true", help="print only the summary table")
     p.add_argument("--json", metavar="PATH",

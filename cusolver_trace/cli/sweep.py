@@ -7,16 +7,19 @@ import sys
 
 from .. import ops
 from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console, csv_of,
-                      dtype_name, integer, number, output_path, resolve_device, shard)
+                      distinct_outputs, dtype_name, integer, number, output_path, resolve_device,
+                      shard, writing)
 
 
 def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
     """The ``cusolver-trace sweep`` command line of one shard (same settings, one GPU)."""
     argv = [sys.executable, "-m", "cusolver_trace", "sweep", "--op", args.op,
             "--n", ",".join(map(str, args.n)), "--batch", ",".join(map(str, args.batch)),
-            "--dtype", ",".join(args.dtype), "--nrhs", str(args.nrhs), "--repeat", str(args.repeat),
+            "--dtype", ",".join(args.dtype), "--repeat", str(args.repeat),
             "--warmup", str(args.warmup), "--cond", repr(args.cond), "--seed", str(args.seed),
             "--shard", f"{index}/{count}", "--out", out]
+    if args.nrhs is not None:
+        argv += ["--nrhs", str(args.nrhs)]
     if args.method:
         argv += ["--method", ",".join(args.method)]
     for flag in ("upper", "flush_l2", "unchecked"):
@@ -63,13 +66,24 @@ def run(args) -> int:
     from ..timing import cpu_threads
 
     op = ops.get(args.op)
+    if args.nrhs is not None and not op.has_rhs:
+        raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
     for flag, path in (("--out", args.out), ("--csv", args.csv), ("--plot", args.plot)):
         output_path(path, flag, allow_stdout=False)
+    distinct_outputs(out=args.out, csv=args.csv, plot=args.plot)
     if args.plot:  # fail before the sweep, not after
         try:
-            import matplotlib  # noqa: F401
+            import matplotlib
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'cusolver-trace[plot]'") from None
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        kinds = Figure().canvas.get_supported_filetypes()
+        suffix = os.path.splitext(args.plot)[1].lstrip(".").lower()
+        if suffix not in kinds:
+            raise UsageError(f"--plot {args.plot}: the name must end in one of "
+                             f"{', '.join('.' + k for k in sorted(kinds))}")
     device = resolve_device(args.device)
     names = args.method or list(measure.default_methods(op, device))
     for m in names:
@@ -103,19 +117,26 @@ def run(args) -> int:
         rows = spread_over_gpus(args, ids[:count], con)
     else:
         rows = measure.run_sweep(op, args.n, args.batch, args.dtype, names, device=device,
-                                 upper=args.upper, nrhs=args.nrhs, repeat=args.repeat,
+                                 upper=args.upper, nrhs=args.nrhs or 1, repeat=args.repeat,
                                  warmup=args.warmup, seed=args.seed, cond=args.cond,
                                  flush_l2=args.flush_l2, console=con, shard=args.shard,
                                  unchecked=args.unchecked)
-    con.print(report.results_table(rows))
+    if rows:
+        con.print(report.results_table(rows))
+    else:
+        con.print(f"shard {args.shard[0]}/{args.shard[1]} holds no point of this sweep: nothing "
+                  "to measure")
     settings = {k: v for k, v in vars(args).items() if k != "func"}
-    report.write_json(report.sweep_report(rows, settings=settings), args.out)
+    with writing(args.out, "--out"):
+        report.write_json(report.sweep_report(rows, settings=settings), args.out)
     con.print(f"wrote {args.out}")
     if args.csv:
-        report.write_csv(rows, args.csv)
+        with writing(args.csv, "--csv"):
+            report.write_csv(rows, args.csv)
         con.print(f"wrote {args.csv}")
-    if args.plot:
-        report.plot_sweep(rows, args.plot)
+    if args.plot and rows:
+        with writing(args.plot, "--plot"):
+            report.plot_sweep(rows, args.plot)
         con.print(f"wrote {args.plot}")
     noisy = [r for r in rows if r.get("noisy")]
     if noisy:
@@ -157,12 +178,13 @@ def register(sub) -> None:
     p.add_argument("--unchecked", action="store_true",
                    help="also time each checked method with check=False (the checks' cost)")
     p.add_argument("--upper", action="store_true", help="use the upper triangle (default lower)")
-    p.add_argument("--nrhs", type=integer(1), default=1, help="right-hand sides (ops that take them)")
-    p.add_argument("--repeat", type=integer(1), default=10, help="timed samples per method")
-    p.add_argument("--warmup", type=integer(0), default=2)
+    p.add_argument("--nrhs", type=integer(1), default=None,
+                   help="right-hand sides (ops that take them; default 1)")
+    p.add_argument("--repeat", type=integer(1, 10000), default=10, help="timed samples per method")
+    p.add_argument("--warmup", type=integer(0, 10000), default=2)
     p.add_argument("--flush-l2", action="store_true", help="zero a 256 MB buffer before each sample")
     p.add_argument("--cond", type=number(1.0), default=1e3, help="condition number of the inputs")
-    p.add_argument("--seed", type=integer(0), default=0)
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
     p.add_argument("--device", default=None, help="cuda:0, ... or cpu (default: cuda:0 if present)")
     p.add_argument("--gpus", type=_gpus, default=None, metavar="N|all",
                    help="spread the points over N GPUs: one process per GPU pinned with "

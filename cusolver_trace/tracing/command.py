@@ -333,6 +333,16 @@ def _run(args: argparse.Namespace, say) -> int:
                        "it cannot be used with --no-timing")
     if chrome == "-":
         raise _Failure("--chrome needs a file name ('-' is not accepted)")
+    if args.keep_log == "-":
+        raise _Failure("--keep-log needs a file name ('-' is not accepted; the program's output "
+                       "already goes to stdout)")
+    for option, path in (("--from-log", args.from_log), ("--json", args.json),
+                         ("--keep-log", args.keep_log), ("--chrome", chrome)):
+        if path == "":
+            raise _Failure(f"{option}: empty file name")
+    if args.from_log and (args.keep_log or args.timeout is not None):
+        raise _Failure("--keep-log and --timeout are for running a program; they cannot be "
+                       "used with --from-log")
     for option, path in (("--from-log", args.from_log), ("--json", args.json),
                          ("--keep-log", args.keep_log), ("--chrome", chrome)):
         if path is not None and "\0" in path:
@@ -411,10 +421,12 @@ def _run(args: argparse.Namespace, say) -> int:
     if result.stderr:
         sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         sys.stderr.flush()
+    section_missing = False
     try:
         trace = result.to_trace(section=args.section)
     except KeyError as e:
         say(e.args[0])
+        section_missing = True
         trace = result.to_trace()
     trace.wall_s, trace.wall_s_unprofiled = result.wall_s, unprofiled_s
     trace.notes.extend(timing_notes)
@@ -439,6 +451,8 @@ def _run(args: argparse.Namespace, say) -> int:
     if args.keep_log:
         out.print(f"[dim]raw log kept in {escape(args.keep_log)}[/dim]")
     _finish_outputs(trace, args, out, summary, chrome, full)
+    if section_missing and result.exit_status == 0:
+        return EXIT_USAGE  # the program ran fine, but --section named nothing it logged
     return result.exit_status
 
 

@@ -238,8 +238,12 @@ class ParsedLog:
         Raises ``KeyError`` (listing the known labels) if there is no such section.
         """
         if label not in self.sections:
-            known = "\n  ".join(self.sections) or "(none)"
-            raise KeyError(f"no section {label!r} in this log; sections:\n  {known}")
+            shown = ", ".join(repr(s) for s in self.sections[:3])
+            more = f" and {len(self.sections) - 3} more" if len(self.sections) > 3 else ""
+            known = f"{len(self.sections)} sections: {shown}{more}" if self.sections else \
+                "it has no sections"
+            raise KeyError(f"no section {label!r} in this log ({known}; the tree without "
+                           "--section names them all)")
         return ParsedLog(
             calls=[c for c in self.calls if c.section == label],
             records=[r for r in self.records if r.section == label],

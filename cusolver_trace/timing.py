@@ -147,8 +147,11 @@ def cpu_threads() -> str:
     except ImportError:
         parts.append("BLAS pools unknown (pip install threadpoolctl)")
     else:
-        for p in threadpool_info():
-            lib = p.get("internal_api", "?")
+        seen: dict = {}
+        for p in threadpool_info():  # numpy and scipy may each carry the same BLAS: count once
             prefix = p.get("prefix", "")
-            parts.append(f"{lib} {p.get('num_threads')}" + (f" ({prefix})" if prefix else ""))
+            key = f"{p.get('internal_api', '?')} {p.get('num_threads')}" + (
+                f" ({prefix})" if prefix else "")
+            seen[key] = seen.get(key, 0) + 1
+        parts += [k + (f" ×{c} copies" if c > 1 else "") for k, c in seen.items()]
     return ", ".join(parts)

@@ -75,7 +75,7 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
             t = trace(o.torch_call, inputs, False)
         out += [f"## {o.name}, batch {b}, preferred_linalg_library = {pref}", "",
                 f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
-                "```text", _strip(t._render_text(width=250)), "```", ""]
+                "```text", _strip(t.render_text(width=250)), "```", ""]
     safe_gpu = gpu.replace("NVIDIA ", "").replace(" ", "-").lower()
     path = Path(outdir) / f"dispatch-{safe_gpu}-torch{tv.split('+')[0]}.md"
     path.write_text("\n".join(out))

@@ -565,6 +565,17 @@ class Trace:
     def __rich__(self):
         return self.renderable()
 
+    def render_text(self, *, width: int = 120) -> str:
+        """The trace as plain text (what ``str()`` gives), ``width`` columns wide.
+
+        Examples
+        --------
+        >>> from cusolver_trace.tracing import Trace
+        >>> "cusolverDn" not in Trace(label="empty").render_text()
+        True
+        """
+        return self._render_text(width=width)
+
     def _render_text(self, *, html: bool = False, width: int = 120) -> str:
         from rich.console import Console
 

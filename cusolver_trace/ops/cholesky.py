@@ -11,12 +11,7 @@ from __future__ import annotations
 from .. import checks, routines
 from ..backends import cpu as _cpu
 from . import ANY, REPLAY, TORCH, DispatchRule, Method, Op, When, register
-
-
-def _cuda():
-    from ..backends import cuda
-
-    return cuda
+from ._common import cuda
 
 
 def torch_call(inputs, upper):
@@ -29,12 +24,12 @@ def torch_call(inputs, upper):
 
 def potrf_X(inputs, upper):
     """``cusolverDnXpotrf_bufferSize`` + ``cusolverDnXpotrf`` per matrix (torch, batch 1)."""
-    return _cuda().potrf(inputs.x, upper, "X")
+    return cuda().potrf(inputs.x, upper, "X")
 
 
 def potrf_batched(inputs, upper):
     """One ``cusolverDn<t>potrfBatched`` (torch, batch > 1)."""
-    return _cuda().potrf(inputs.x, upper, "batched")
+    return cuda().potrf(inputs.x, upper, "batched")
 
 
 def lapack_potrf(inputs, upper):

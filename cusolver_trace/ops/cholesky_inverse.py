@@ -14,18 +14,9 @@ from __future__ import annotations
 
 from .. import checks, routines
 from ..backends import cpu as _cpu
-from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Method,
-               Op, When, register)
-
-_XPOTRS = ("cusolverDnXpotrs → cublas{T}trsm_v2_64 ×2",)
-_TRSM = ("cublas{T}trsm_v2 (L⁻¹)", "cublas{T}trsm_v2 (L⁻ᴴ)")
-_TRSM_BATCHED = ("cublas{T}trsmBatched (L⁻¹)", "cublas{T}trsmBatched (L⁻ᴴ)")
-
-
-def _cuda():
-    from ..backends import cuda
-
-    return cuda
+from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Op, When,
+               register)
+from ._common import TRSM_BATCHED_CALLS, TRSM_CALLS, XPOTRS_CALLS, cuda, inverse_method
 
 
 def torch_call(inputs, upper):
@@ -36,37 +27,22 @@ def torch_call(inputs, upper):
 
 def potrs_identity_X(inputs, upper):
     """Identity right-hand side + ``cusolverDnXpotrs`` (nrhs = n) per matrix."""
-    return _cuda().potrs_identity(inputs.x, upper, "X")
+    return cuda().potrs_identity(inputs.x, upper, "X")
 
 
 def trsm_identity_loop(inputs, upper):
     """Two ``cublas<t>trsm`` on the identity per matrix (torch >= 2.12, batch <= 8, n >= 64)."""
-    return _cuda().trsm_identity_inverse(inputs.x, upper, batched=False)
+    return cuda().trsm_identity_inverse(inputs.x, upper, batched=False)
 
 
 def trsm_identity_batched(inputs, upper):
     """Two ``cublas<t>trsmBatched`` on the identity (torch >= 2.12)."""
-    return _cuda().trsm_identity_inverse(inputs.x, upper, batched=True)
+    return cuda().trsm_identity_inverse(inputs.x, upper, batched=True)
 
 
 def lapack_potri(inputs, upper):
     """LAPACK ``?potri`` + mirror of the computed triangle (torch's CPU path)."""
     return _cpu.potri(inputs.x.detach().resolve_conj().resolve_neg().numpy(), upper)
-
-
-def _inverse_method(name):
-    def make(op, inputs, upper, check):
-        return lambda: routines.cholesky_inverse(inputs.x, upper, method=name, check=check)
-
-    def resolve(inputs):
-        return routines.inverse_method(inputs.x, name)
-
-    def flops(inputs, on_gpu):
-        return routines.INVERSE_METHODS[resolve(inputs)].flops_name(on_gpu)
-
-    gpu_only = name != "auto" and routines.INVERSE_METHODS[name].gpu_only
-    return Method(name, make, gpu_only=gpu_only, checkable=True, flop_count=flops,
-                  resolve=resolve)
 
 
 def _loop_trsm(batch_max=8, n_min=64):
@@ -81,7 +57,7 @@ OP = register(Op(
     matrix="factor",
     has_rhs=False,
     dispatch=(
-        DispatchRule(When(ANY, batch_max=1), "cusolver", _XPOTRS, potrs_identity_X, True,
+        DispatchRule(When(ANY, batch_max=1), "cusolver", XPOTRS_CALLS, potrs_identity_X, True,
                      "batch == 1: identity RHS, nrhs = n"),
         DispatchRule(When(UP_TO_2_11, batch_min=2, preferred=("cusolver",)), "cusolver",
                      ("cusolverDnXpotrs × batch",), potrs_identity_X, True,
@@ -90,9 +66,9 @@ OP = register(Op(
                      potrs_identity_X, False,
                      "batch > 1, default preference: MAGMA (replay runs the cuSOLVER path as "
                      "reference)"),
-        DispatchRule(_loop_trsm(), "cublas", _TRSM, trsm_identity_loop, True,
+        DispatchRule(_loop_trsm(), "cublas", TRSM_CALLS, trsm_identity_loop, True,
                      "batch > 1, batch <= 8 and n >= 64: cuBLAS trsm loop"),
-        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", _TRSM_BATCHED, trsm_identity_batched,
+        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", TRSM_BATCHED_CALLS, trsm_identity_batched,
                      True, "batch > 1: cuBLAS trsmBatched"),
     ),
     cpu_calls=("LAPACK {t}potri", "mirror triangle"),
@@ -104,7 +80,7 @@ OP = register(Op(
     hermitian_result=True,
     methods={m.name: m for m in (
         TORCH, TORCH_CUSOLVER, REPLAY,
-        *(_inverse_method(name) for name in routines.METHOD_NAMES if name != "torch"),
+        *(inverse_method(name) for name in routines.METHOD_NAMES if name != "torch"),
     )},
     default_methods={"cuda": ("torch", "potri", "trsm_batched", "trtri_lauum", "rec_trtri_lauum",
                               "auto"),

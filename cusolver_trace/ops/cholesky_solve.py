@@ -13,16 +13,7 @@ from .. import checks, routines
 from ..backends import cpu as _cpu
 from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Method,
                Op, When, register)
-
-_XPOTRS = ("cusolverDnXpotrs → cublas{T}trsm_v2_64 ×2",)
-_TRSM = ("cublas{T}trsm_v2 (L⁻¹)", "cublas{T}trsm_v2 (L⁻ᴴ)")
-_TRSM_BATCHED = ("cublas{T}trsmBatched (L⁻¹)", "cublas{T}trsmBatched (L⁻ᴴ)")
-
-
-def _cuda():
-    from ..backends import cuda
-
-    return cuda
+from ._common import TRSM_BATCHED_CALLS, TRSM_CALLS, XPOTRS_CALLS, cuda
 
 
 def torch_call(inputs, upper):
@@ -33,22 +24,22 @@ def torch_call(inputs, upper):
 
 def potrs_X(inputs, upper):
     """``cusolverDnXpotrs`` per matrix."""
-    return _cuda().potrs(inputs.x, inputs.B, upper, "X")
+    return cuda().potrs(inputs.x, inputs.B, upper, "X")
 
 
 def potrs_batched(inputs, upper):
     """One ``cusolverDn<t>potrsBatched`` (nrhs == 1)."""
-    return _cuda().potrs(inputs.x, inputs.B, upper, "batched")
+    return cuda().potrs(inputs.x, inputs.B, upper, "batched")
 
 
 def trsm_solve_loop(inputs, upper):
     """Two ``cublas<t>trsm`` per matrix."""
-    return _cuda().trsm_solve(inputs.x, inputs.B, upper, batched=False)
+    return cuda().trsm_solve(inputs.x, inputs.B, upper, batched=False)
 
 
 def trsm_solve_batched(inputs, upper):
     """Two ``cublas<t>trsmBatched``."""
-    return _cuda().trsm_solve(inputs.x, inputs.B, upper, batched=True)
+    return cuda().trsm_solve(inputs.x, inputs.B, upper, batched=True)
 
 
 def lapack_potrs(inputs, upper):
@@ -78,7 +69,7 @@ OP = register(Op(
     matrix="factor",
     has_rhs=True,
     dispatch=(
-        DispatchRule(When(ANY, batch_max=1), "cusolver", _XPOTRS, potrs_X, True, "batch == 1"),
+        DispatchRule(When(ANY, batch_max=1), "cusolver", XPOTRS_CALLS, potrs_X, True, "batch == 1"),
         DispatchRule(When(UP_TO_2_11, batch_min=2, nrhs_max=1, preferred=("cusolver",)),
                      "cusolver", ("cusolverDn{T}potrsBatched",), potrs_batched, True,
                      "batch > 1, preferred = cusolver, nrhs == 1"),
@@ -88,9 +79,9 @@ OP = register(Op(
         DispatchRule(When(UP_TO_2_11, batch_min=2), "magma", ("magma_{t}potrs_batched",), potrs_X,
                      False, "batch > 1, default preference: MAGMA (replay runs the cuSOLVER path "
                      "as reference)"),
-        DispatchRule(When(FROM_2_12, batch_min=2, batch_max=8, n_min=64), "cublas", _TRSM,
+        DispatchRule(When(FROM_2_12, batch_min=2, batch_max=8, n_min=64), "cublas", TRSM_CALLS,
                      trsm_solve_loop, True, "batch > 1, batch <= 8 and n >= 64: cuBLAS trsm loop"),
-        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", _TRSM_BATCHED, trsm_solve_batched,
+        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", TRSM_BATCHED_CALLS, trsm_solve_batched,
                      True, "batch > 1: cuBLAS trsmBatched"),
     ),
     cpu_calls=("LAPACK {t}potrs × batch",),

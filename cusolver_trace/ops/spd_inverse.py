@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import checks, routines
 from . import TORCH, Method, Op, register
+from ._common import cuda, inverse_method
 
 
 def torch_call(inputs, upper):
@@ -21,27 +22,7 @@ def torch_call(inputs, upper):
 
 
 def _fused(op, inputs, upper, check):
-    from ..backends import cuda
-
-    return lambda: cuda.potrf_trsm_batched(inputs.x, upper)[0]
-
-
-def _then_inverse(name):
-    def make(op, inputs, upper, check):
-        def run():
-            L, _ = routines.potrf(inputs.x, upper, check=check)
-            return routines.cholesky_inverse(L, upper, method=name, check=check)
-        return run
-
-    def resolve(inputs):
-        return routines.inverse_method(inputs.x, name)
-
-    def flops(inputs, on_gpu):
-        return routines.INVERSE_METHODS[resolve(inputs)].flops_name(on_gpu)
-
-    gpu_only = name != "auto" and routines.INVERSE_METHODS[name].gpu_only
-    return Method(name, make, gpu_only=gpu_only, checkable=True, flop_count=flops,
-                  resolve=resolve)
+    return lambda: cuda().potrf_trsm_batched(inputs.x, upper)[0]
 
 
 OP = register(Op(
@@ -63,7 +44,7 @@ OP = register(Op(
     methods={m.name: m for m in (
         TORCH,
         Method("potrf_trsm_batched", _fused, gpu_only=True, flop_count=lambda i, g: "inverse_potrs"),
-        *(_then_inverse(name) for name in routines.METHOD_NAMES if name != "torch"),
+        *(inverse_method(name, factor_first=True) for name in routines.METHOD_NAMES if name != "torch"),
     )},
     default_methods={"cuda": ("torch", "potrf_trsm_batched", "rec_trtri_lauum"),
                      "cpu": ("torch", "potri")},

@@ -256,13 +256,19 @@ def test_one_display_short_repr_and_scoped_html(monkeypatch):
 
 
 def test_render_leaks_no_file_handle():
+    import gc
     import os
+    import warnings
 
     c = compare("cholesky", spd(4), timing=False, provenance=False)
     before = len(os.listdir("/proc/self/fd"))
-    for _ in range(20):
-        c._repr_html_()
-        str(c)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(20):
+            c._repr_html_()
+            str(c)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]  # no unclosed file
     assert len(os.listdir("/proc/self/fd")) <= before
 
 

@@ -405,3 +405,12 @@ def test_big_endian_and_read_only_numpy_through_every_method():
             warnings.simplefilter("error")  # no torch "not writable" warning either
             for m in ("torch", "potrs", "potri", "rec_trtri_lauum", "auto"):
                 np.testing.assert_allclose(ct.cholesky_inverse(X, method=m), want, rtol=1e-10)
+
+
+def test_trace_by_keys_are_strict():
+    from cusolver_trace.tracing.summary import parse_by
+
+    assert parse_by("shape,routine") == ("routine", "shape")
+    for bad in ("routine,routine", "", "foo", "op,"):
+        with pytest.raises(ValueError):
+            parse_by(bad)

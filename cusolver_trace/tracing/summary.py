@@ -48,7 +48,7 @@ def parse_by(text: str) -> tuple[str, ...]:
     Raises
     ------
     ValueError
-        For an empty value or an unknown key.
+        For an empty value, an unknown key or a key given twice.
 
     Examples
     --------
@@ -63,6 +63,9 @@ def parse_by(text: str) -> tuple[str, ...]:
     bad = [k for k in keys if k not in BY_KEYS]
     if bad:
         raise ValueError(f"unknown --by key {bad[0]!r}; choose from {', '.join(BY_KEYS)}")
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"--by key {twice[0]!r} given twice")
     return tuple(k for k in BY_KEYS if k in keys or k == "routine")
 
 

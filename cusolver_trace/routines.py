@@ -38,7 +38,7 @@ from ._dtypes import dtype_info
 from .errors import (IllegalArgumentError, NonFiniteError, NotPositiveDefiniteError,
                      SingularFactorError)
 
-__all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method",
+__all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "default_device",
            "resolve_method", "raise_for_info", "INVERSE_METHODS", "InverseMethod",
            "AUTO_TABLE", "AutoRule", "METHOD_NAMES"]
 
@@ -47,6 +47,26 @@ def _cuda():
     from .backends import cuda
 
     return cuda
+
+
+def default_device() -> tuple[str, str | None]:
+    """The one rule for where work runs when no device is named: ``("cuda:0", None)`` when
+    torch sees a GPU and the CUDA backend can run, else ``("cpu", why)`` — ``why`` is None
+    when there is simply no GPU, else the reason the CUDA backend cannot run (CuPy /
+    nvmath-python missing).
+
+    Examples
+    --------
+    >>> device, why = default_device()
+    >>> device in ("cuda:0", "cpu")
+    True
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu", None
+    why = _cuda().available()
+    return ("cpu", why) if why is not None else ("cuda:0", None)
 
 
 def _routine(dt, base: str, on_gpu: bool, api: str = "legacy") -> str:

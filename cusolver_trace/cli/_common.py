@@ -129,15 +129,13 @@ def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
     from ..backends import cuda
 
     if arg is None:
-        if not torch.cuda.is_available():
-            return "cpu"
-        why = cuda.available()
-        if why is not None:
-            if not quiet:
-                print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable "
-                      f"({why}); running on the CPU", file=sys.stderr)
-            return "cpu"
-        return "cuda:0"
+        from ..routines import default_device
+
+        device, why = default_device()
+        if why is not None and not quiet:
+            print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable "
+                  f"({why}); running on the CPU", file=sys.stderr)
+        return device
     text = str(arg).strip()
     if text == "cpu":
         return "cpu"

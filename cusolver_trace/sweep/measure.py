@@ -164,7 +164,9 @@ def default_methods(op, device) -> tuple:
 
 def _device(device) -> str:
     if device is None:
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
+        from ..routines import default_device
+
+        return default_device()[0]
     return str(device)
 
 

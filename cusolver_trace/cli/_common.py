@@ -126,11 +126,9 @@ def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
     """
     import torch
 
-    from ..backends import cuda
+    from ..routines import default_device
 
     if arg is None:
-        from ..routines import default_device
-
         device, why = default_device()
         if why is not None and not quiet:
             print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable "
@@ -148,7 +146,7 @@ def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
         raise UsageError(f"--device {arg}: no CUDA GPU is visible to torch {torch.__version__}")
     if int(idx) >= torch.cuda.device_count():
         raise UsageError(f"--device {arg}: torch sees {torch.cuda.device_count()} GPU(s)")
-    why = cuda.available()
+    why = default_device()[1]  # the GPU is visible: why the CUDA backend cannot run, if it cannot
     if why is not None:
         raise UsageError(f"--device {arg}: the CUDA backend cannot run ({why})")
     return text

@@ -275,3 +275,37 @@ def test_cli_exit_codes_are_0_1_or_2(op, flags):
 def test_cli_valid_values_agree(n, uplo, dtype):
     assert _exit(["compare", "--op", "cholesky_inverse", "--n", str(n), "--uplo", uplo,
                   "--dtype", dtype, "--repeat", "0"]) == 0
+
+
+_SWEEP_FLAGS = ("--batch", "--nrhs", "--dtype", "--method", "--shard", "--cond", "--seed",
+                "--repeat", "--warmup", "--gpus", "--device")
+_SWEEP_TOKENS = st.one_of(_TOKENS, st.sampled_from(
+    ["torch", "potri", "auto", "torch,,potri", "0/1", "1/2", "5/2", "1/0", "a/b", "all", "1e3",
+     "inf", "-1e3", "0.5"]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(("cholesky", "cholesky_inverse", "cholesky_solve")),
+       st.lists(st.tuples(st.sampled_from(_SWEEP_FLAGS), _SWEEP_TOKENS), max_size=3))
+def test_sweep_exit_codes_are_0_1_or_2(tmp_path, op, flags):
+    out = tmp_path / "s.json"
+    out.unlink(missing_ok=True)  # tmp_path is shared by the examples
+    argv = ["sweep", "--op", op, "--n", "3", "--repeat", "1", "--warmup", "0", "--out", str(out)]
+    for flag, value in flags:
+        argv += [flag, value]
+    code = _exit(argv)
+    assert code in (0, 1, 2)
+    if code == 2:
+        assert not out.exists()  # refused before any work
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=200), st.sampled_from(("--limit", "--section-a", None)), _TOKENS)
+def test_diff_exit_codes_and_files_unchanged(tmp_path, data, flag, value):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_bytes(data)
+    b.write_text('{"calls": []}')
+    before = a.read_bytes(), b.read_bytes()
+    argv = ["diff", str(a), str(b)] + ([flag, value] if flag else [])
+    assert _exit(argv) in (0, 1, 2)
+    assert (a.read_bytes(), b.read_bytes()) == before

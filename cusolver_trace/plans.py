@@ -4,7 +4,7 @@ The recursive algorithms (blocked ``trtri`` and ``lauum``) are written as
 **plans**: lists of :class:`Call` (routine, sizes, block offsets) made by the
 pure functions :func:`lauum_plan` and :func:`trtri_plan`. A plan runs on the
 GPU through the raw cuBLAS / cuSOLVER bindings
-(:func:`cusolver_trace.backends.cuda.plan_runner`: pointer = base +
+(:func:`cusolver_trace.backends.cuda_plans.plan_runner`: pointer = base +
 (i + j·lda)·itemsize, see :func:`element_offset`) or anywhere through
 :func:`run_plan_reference` (torch ops on ``as_strided`` views of the same
 column-major buffer, same offsets), so the blocking and its index arithmetic

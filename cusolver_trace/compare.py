@@ -12,9 +12,29 @@ its library calls on the same inputs, device and stream, and reports:
 * differences: max |Δ|, max ULP distance, ‖Δ‖_F / ‖torch‖_F, NaN placement;
 * accuracy of each side: the op's LAPACK ratio (pot01 / pot02 / pot03 with LAPACK's
   eps, on the triangle the op reads), non-finite counts, asymmetry of an inverse;
-* timing: CUDA events, warm-up, interleaved runs, median and IQR (ms), and the
-  replay / torch ratio; a side whose IQR exceeds 20 % of its median is flagged noisy;
+* timing, three ways per side (ms, median and IQR; a side whose IQR exceeds 20 % of its
+  median is flagged noisy):
+
+  - the CUDA-event time (warm-up, interleaved runs), and the replay / torch ratio;
+  - the GPU-busy time: the summed durations of the kernels the call launched, from
+    ``torch.profiler`` (:func:`cusolver_trace.timing.time_gpu_busy`);
+  - the host time to issue the call, without synchronizing after it
+    (:func:`cusolver_trace.timing.time_host`);
+
+  and :func:`cusolver_trace.timing.time_split` says whether a difference is GPU work or
+  issue overhead. Times that cannot be had (on the CPU: GPU-busy and issue time) are
+  reported as unavailable with the reason;
+* optionally (``trace=True``) the call sequences: both sides run once more in a child
+  process with the cuSOLVER / cuBLAS loggers on, and their calls are compared call by
+  call (:func:`cusolver_trace.tracing.diff_traces`). Where the dispatch rule says the
+  replay is exact (``bitwise``), unequal call sequences make the verdict ``MISMATCH``;
+  where it is not (torch runs MAGMA, which is not logged) they are reported only;
 * provenance: :func:`cusolver_trace.versions.versions`, the seed and the date.
+
+The torch call and the replay each run inside an NVTX range
+(:func:`cusolver_trace.tracing.nvtx_range`; nothing without the ``nvtx`` package), named
+``torch <function> …`` and ``replay <op>: <library calls> …``, so that an Nsight Systems
+timeline shows which calls are the replay's.
 """
 from __future__ import annotations
 
@@ -30,12 +50,19 @@ import numpy as np
 from . import checks, ops
 from ._arrays import flag
 from ._dtypes import dtype_info
-from .timing import Timing, cpu_threads, time_calls
+from .timing import (Timing, TimeSplit, Unavailable, cpu_threads, time_calls, time_dict,
+                     time_gpu_busy, time_host, time_split)
+from .tracing.nvtx import nvtx_range
 
-__all__ = ["compare", "Comparison", "Side", "VERDICTS", "verdict", "as_input"]
+__all__ = ["compare", "Comparison", "Side", "CallSequences", "VERDICTS", "verdict", "as_input",
+           "run_side", "TRACE_TIMEOUT_S"]
 
 VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
-SCHEMA = "cusolver-trace/comparison/2"
+#: 3: each side's ``timing`` holds ``events``, ``gpu_busy`` and ``host``; ``time_split``
+#: and ``call_sequences`` added.
+SCHEMA = "cusolver-trace/comparison/3"
+#: Seconds the ``trace=True`` child (both sides under the loggers) may run.
+TRACE_TIMEOUT_S = 300.0
 
 
 @dataclass(repr=False)
@@ -54,10 +81,24 @@ class Side:
     asymmetry: float | None = None
     timing: Timing | None = None
     error: str | None = None
+    #: GPU-busy time (summed kernel durations, ms), or why it is unavailable.
+    gpu_busy: Timing | Unavailable | None = None
+    #: Host time to issue the call (ms, no synchronize after it), or why it is unavailable.
+    host: Timing | Unavailable | None = None
+    #: Why ``timing`` (the event time) is None.
+    why_not_timed: str | None = None
+
+    def times(self) -> dict:
+        """``events`` / ``gpu_busy`` / ``host``: each a :class:`Timing` or an :class:`Unavailable`."""
+        why = self.why_not_timed or "not timed"
+        return {"events": self.timing if self.timing is not None else Unavailable(why),
+                "gpu_busy": self.gpu_busy if self.gpu_busy is not None else Unavailable(why),
+                "host": self.host if self.host is not None else Unavailable(why)}
 
     def to_dict(self):
-        d = asdict(self)
-        d["timing"] = None if self.timing is None else self.timing.to_dict()
+        d = {k: v for k, v in asdict(self).items()
+             if k not in ("timing", "gpu_busy", "host", "why_not_timed")}
+        d["timing"] = {k: time_dict(v) for k, v in self.times().items()}
         d["passes"] = None if self.ratio is None else bool(checks.passes(self.ratio))
         return d
 
@@ -88,6 +129,10 @@ class Comparison:
     notes: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
     torch_name: str = ""
+    #: Whether the time difference is GPU work or issue overhead (:func:`~.timing.time_split`).
+    time_split: TimeSplit | None = None
+    #: The call sequences of both sides (``compare(..., trace=True)``), else None.
+    call_sequences: "CallSequences | None" = None
 
     @property
     def time_ratio(self) -> float | None:
@@ -110,6 +155,9 @@ class Comparison:
                             "rel_fro": self.rel_fro_diff, "nan_mismatches": self.nan_mismatches},
             "torch": self.torch.to_dict(), "replay": self.replay.to_dict(),
             "time_ratio_replay_over_torch": self.time_ratio,
+            "time_split": None if self.time_split is None else self.time_split.to_dict(),
+            "call_sequences": (None if self.call_sequences is None
+                               else self.call_sequences.to_dict()),
             "notes": list(self.notes), "provenance": self.provenance,
         }
 
@@ -140,6 +188,15 @@ class Comparison:
             f"  [{self.path.rule}]\n",
             "verdict: ", (self.verdict, color),
         )
+        if self.time_split is not None:
+            head.append("\n" + self.time_split.text)
+        if self.call_sequences is not None:
+            cs = self.call_sequences
+            head.append("\ncall sequences equal: ")
+            head.append(cs.answer, style={"yes": "green", "no": "bold red" if cs.counts_as_mismatch
+                                          else "yellow"}.get(cs.answer, "dim"))
+            if cs.detail:
+                head.append(f" ({cs.detail})")
         t = Table(show_header=True, header_style="bold")
         t.add_column("")
         t.add_column(self.torch_name or "torch")
@@ -151,8 +208,15 @@ class Comparison:
         if self.torch.asymmetry is not None or self.replay.asymmetry is not None:
             t.add_row("asymmetry ‖X−Xᴴ‖_F/‖X‖_F", _fmt(self.torch.asymmetry),
                       _fmt(self.replay.asymmetry))
-        if self.torch.timing is not None:
-            t.add_row("time median [IQR] ms", _fmt_t(self.torch.timing), _fmt_t(self.replay.timing))
+        if self.torch.timing is not None or self.replay.timing is not None:
+            clock = (self.torch.timing or self.replay.timing).clock
+            label = "CUDA events" if clock == "cuda-events" else clock
+            t.add_row(f"time ({label}): median [IQR] ms", _fmt_t(self.torch.timing),
+                      _fmt_t(self.replay.timing))
+            t.add_row("GPU busy (kernel sum): median [IQR] ms", _fmt_t(self.torch.gpu_busy),
+                      _fmt_t(self.replay.gpu_busy))
+            t.add_row("host issue time: median [IQR] ms", _fmt_t(self.torch.host),
+                      _fmt_t(self.replay.host))
         d = Table(show_header=False, box=None)
         d.add_row("bitwise equal", str(self.bitwise_equal))
         if self.max_abs_diff is not None:
@@ -185,6 +249,67 @@ class Comparison:
                         '\'Courier New\',monospace;line-height:1.2">{code}</pre>')
 
 
+@dataclass
+class CallSequences:
+    """torch's and the replay's cuSOLVER / cuBLAS calls, logged in a child process and
+    compared call by call (routine, nesting, typed arguments; setup calls left out).
+
+    Attributes
+    ----------
+    equal : bool or None
+        The sequences are equal; None when they could not be traced (``reason`` says why).
+    exact : bool
+        The dispatch rule says the replay runs torch's own calls (``TorchPath.bitwise``).
+    calls_torch, calls_replay : int or None
+        Calls compared on each side.
+    first_difference : str or None
+        The first difference, in one line.
+    reason : str or None
+        Why not traced, or what an inexact path's difference means.
+    torch_calls, replay_calls : list of str
+        The compared calls, one line each (at most :data:`MAX_LISTED`).
+    """
+
+    equal: bool | None
+    exact: bool
+    calls_torch: int | None = None
+    calls_replay: int | None = None
+    first_difference: str | None = None
+    reason: str | None = None
+    torch_calls: list = field(default_factory=list)
+    replay_calls: list = field(default_factory=list)
+
+    MAX_LISTED = 200
+
+    @property
+    def counts_as_mismatch(self) -> bool:
+        """Unequal sequences where the replay is meant to be exact."""
+        return self.equal is False and self.exact
+
+    @property
+    def answer(self) -> str:
+        return {True: "yes", False: "no", None: "not traced"}[self.equal]
+
+    @property
+    def detail(self) -> str:
+        if self.equal is None:
+            return self.reason or ""
+        if self.equal:
+            return f"{self.calls_torch} calls, setup calls not compared"
+        what = (f"{self.calls_torch} vs {self.calls_replay} calls; first difference: "
+                f"{self.first_difference}")
+        if self.exact:
+            return what + "; the dispatch rule says the replay is exact, so this is a MISMATCH"
+        return what + ("; " + self.reason if self.reason else "")
+
+    def to_dict(self) -> dict:
+        return {"traced": self.equal is not None, "equal": self.equal, "exact": self.exact,
+                "counts_as_mismatch": self.counts_as_mismatch, "calls_torch": self.calls_torch,
+                "calls_replay": self.calls_replay, "first_difference": self.first_difference,
+                "reason": self.reason, "torch_calls": list(self.torch_calls),
+                "replay_calls": list(self.replay_calls)}
+
+
 def _fmt(x):
     if x is None:
         return "—"
@@ -202,9 +327,11 @@ def _fmt_info(info):
     return ", ".join(f"[{i}]={v}" for i, v in bad[:4]) + (" …" if len(bad) > 4 else "")
 
 
-def _fmt_t(t: Timing | None):
+def _fmt_t(t: Timing | Unavailable | None):
     if t is None:
         return "—"
+    if isinstance(t, Unavailable):
+        return "unavailable (see notes)"
     return f"{t.median_ms:.4g} [{t.q1_ms:.4g}–{t.q3_ms:.4g}]" + (" noisy" if t.noisy else "")
 
 
@@ -256,7 +383,8 @@ def as_input(x, name: str):
 def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised: bool,
             fails_on_info: bool, factor_failed: bool, nonfinite_alike: bool,
             nonfinite: bool, nan_mismatches: int, rel_diff: float, tolerance: float,
-            torch_passes: bool, replay_passes: bool, input_nonfinite: bool = False) -> str:
+            torch_passes: bool, replay_passes: bool, input_nonfinite: bool = False,
+            calls_differ: bool = False) -> str:
     """The verdict of one comparison, from facts already measured (pure).
 
     Parameters
@@ -289,6 +417,9 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         (30·eps·n).
     torch_passes, replay_passes : bool
         Each side's LAPACK ratio is below 30.
+    calls_differ : bool
+        The call sequences were traced and differ on a path whose dispatch rule says the
+        replay is exact (:attr:`CallSequences.counts_as_mismatch`): always ``MISMATCH``.
 
     Returns
     -------
@@ -303,6 +434,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     ...         replay_passes=False)
     'bitwise-equal'
     """
+    if calls_differ:
+        return "MISMATCH"
     if torch_raised:
         return "failed-alike" if info_agree else "MISMATCH"
     if info_failed and fails_on_info:
@@ -408,7 +541,8 @@ def _factor_failure_note(inputs, upper) -> str | None:
 def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
             preferred: str | None = None, torch_version: str | None = None, repeat: int = 20,
             warmup: int = 3, timing: bool = True, matrix: str | None = None,
-            provenance: bool = True, seed: int = 0) -> Comparison:
+            provenance: bool = True, seed: int = 0, trace: bool = False,
+            trace_timeout: float = TRACE_TIMEOUT_S) -> Comparison:
     """Run torch's ``op`` and the replay of its library calls on the same inputs; compare.
 
     Parameters
@@ -433,9 +567,18 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     torch_version : str, optional
         Replay the path of this torch version instead of the installed one's.
     repeat, warmup : int
-        Timed and untimed calls per side (CUDA events on a GPU); ``repeat=0`` times nothing.
+        Timed and untimed calls per side; ``repeat=0`` times nothing. On a GPU each side
+        is timed three ways, ``repeat`` samples each: CUDA events, GPU-busy time (kernel
+        durations from ``torch.profiler``) and host issue time.
     timing : bool
         Set False to skip timing.
+    trace : bool
+        Also run both sides once more in a child process with the cuSOLVER / cuBLAS
+        loggers on and compare their call sequences (:class:`CallSequences`); on a path
+        whose dispatch rule says the replay is exact, unequal sequences are a
+        ``MISMATCH``. On the CPU nothing is logged: reported as not traced.
+    trace_timeout : float
+        Seconds the tracing child may run (s).
     matrix : str
         A label for the input, recorded as given in the report (e.g. the ``--matrix`` spec
         the input was made from); default ``"given A"``.
@@ -467,8 +610,12 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     """
     o = ops.get(op)
     o.require_replay()
-    upper, timing, provenance = (flag(v, k) for k, v in (("upper", upper), ("timing", timing),
-                                                          ("provenance", provenance)))
+    upper, timing, provenance, trace = (
+        flag(v, k) for k, v in (("upper", upper), ("timing", timing), ("provenance", provenance),
+                                ("trace", trace)))
+    if isinstance(trace_timeout, bool) or not isinstance(trace_timeout, (int, float)) \
+            or not 0 < trace_timeout < float("inf"):
+        raise ValueError(f"trace_timeout must be a positive number of seconds, got {trace_timeout!r}")
     if int(repeat) < 0 or int(warmup) < 0:
         raise ValueError(f"repeat and warmup must be >= 0, got repeat={repeat} warmup={warmup}")
     if preferred not in (None, "default", "cusolver", "magma"):
@@ -489,6 +636,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                         device=device.type, torch_version=torch_version, preferred=preferred)
     run = _run_both(o, inputs, upper, path, preferred,
                     repeat=repeat if timing else 0, warmup=warmup)
+    if not timing or int(repeat) == 0:
+        run.why_not_timed = "not timed (repeat = 0)" if timing else "not timed (timing=False)"
+    calls = _trace_sides(o, inputs, upper, path, preferred, trace_timeout) if trace else None
     f = _facts(o, inputs, upper, run)
     ts = _side(o, "torch", inputs, upper, run.t_out, f.t_info, f, run)
     rs = _side(o, "replay", inputs, upper, run.r_out, f.r_info, f, run)
@@ -500,17 +650,127 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 tolerance=30 * dt.lapack_eps * max(inputs.n, 1),
                 torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
                 replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)),
-                input_nonfinite=f.input_nonfinite)
-    notes = _notes(o, inputs, upper, path, run, f, ts, rs)
+                input_nonfinite=f.input_nonfinite,
+                calls_differ=calls is not None and calls.counts_as_mismatch)
+    split = _time_split(ts, rs)
+    notes = _notes(o, inputs, upper, path, run, f, ts, rs, calls)
     spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
             "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
             "preferred": preferred or "default",
             "matrix": matrix if matrix is not None else "given A", "seed": seed,
             "repeat": repeat if run.timings else 0, "warmup": warmup,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    spec["trace"] = bool(trace)
     return Comparison(o.name, spec, path, v, f.bitwise, f.info_agree, f.max_abs, f.max_ulp,
                       f.rel_diff, f.nan_mismatches, ts, rs, notes,
-                      _provenance() if provenance else {}, o.torch_name)
+                      _provenance() if provenance else {}, o.torch_name, split, calls)
+
+
+def _nvtx_labels(o, inputs, path) -> tuple[str, str]:
+    """NVTX range names of the two sides (made once, outside any timed loop)."""
+    shape = f"n={inputs.n} batch={inputs.batch}" + (
+        f" nrhs={inputs.nrhs}" if inputs.nrhs is not None else "")
+    return (f"torch {o.torch_name} {shape}",
+            f"replay {o.name}: {' → '.join(path.calls)} {shape}")
+
+
+def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
+    """Run one side of a comparison inside its NVTX range: torch's call or the replay.
+
+    The ``trace=True`` child of :func:`compare` calls this by name.
+
+    Parameters
+    ----------
+    op : str
+        A registered op with a replay.
+    side : {"torch", "replay"}
+    inputs : cusolver_trace.ops.Inputs
+    upper : bool
+    path : TorchPath, optional
+        The replay's path (default: the installed torch's, for these inputs).
+
+    Returns
+    -------
+    tuple
+        What the side returns: ``(result, info)`` for torch (info may be None),
+        ``(result, info, path)`` for the replay.
+
+    Raises
+    ------
+    ValueError
+        ``side`` is neither.
+
+    Examples
+    --------
+    >>> from cusolver_trace.matrices import spd
+    >>> from cusolver_trace import ops
+    >>> L = spd(4).cholesky()
+    >>> X, info, p = run_side("cholesky_inverse", "replay", ops.Inputs(L, L))
+    >>> p.backend
+    'lapack'
+    """
+    o = ops.get(op)
+    if side not in ("torch", "replay"):
+        raise ValueError(f"side must be 'torch' or 'replay', got {side!r}")
+    if path is None:
+        path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs,
+                            dtype=inputs.x.dtype, device=inputs.x.device.type)
+    t_label, r_label = _nvtx_labels(o, inputs, path)
+    if side == "torch":
+        with nvtx_range(t_label):
+            return o.torch_call(inputs, upper)
+    with nvtx_range(r_label, color="green"):
+        return o.run_replay(inputs, upper, path)
+
+
+def _trace_sides(o, inputs, upper, path, preferred, timeout) -> CallSequences:
+    """Both sides under the loggers, in one child process; their call sequences compared."""
+    from .tracing.diff import diff_traces, flatten
+    from .tracing.model import Trace
+    from .tracing.profile import api_calls_many, qualified_name
+
+    exact = bool(path.bitwise)
+    if not inputs.on_cuda:
+        return CallSequences(None, exact, reason="ran on the CPU: LAPACK makes no cuSOLVER / "
+                                                 "cuBLAS call for the loggers to record")
+    name = qualified_name(run_side)
+    sides = [(s, name, (o.name, s, inputs, upper, path), {}) for s in ("torch", "replay")]
+    try:
+        with ops.preferred_library(preferred):
+            found = api_calls_many(sides, str(inputs.x.device), timeout=timeout)
+    except (ValueError, OSError) as exc:
+        return CallSequences(None, exact, reason=f"could not run the tracing child: {exc}")
+    missing = [f"{s}: {'; '.join(found[s][1]) or 'no calls logged'}"
+               for s in ("torch", "replay") if found[s][0] is None]
+    if missing:
+        return CallSequences(None, exact, reason="; ".join(missing))
+    tt, rt = (Trace(label=s, calls=found[s][0]) for s in ("torch", "replay"))
+    d = diff_traces(tt, rt)
+    reason = None
+    if not d.equal and not exact:
+        reason = ("not a MISMATCH: the dispatch rule says the replay is not exact here"
+                  + (f" ({path.note})" if path.note else ""))
+    listed = [[c.label().strip() for c in flatten(t)[:CallSequences.MAX_LISTED]] for t in (tt, rt)]
+    return CallSequences(d.equal, exact, d.calls_a, d.calls_b,
+                         None if d.first is None else str(d.first), reason, *listed)
+
+
+def _time_split(ts: Side, rs: Side) -> TimeSplit:
+    """:func:`~.timing.time_split` of the two sides' medians (unavailable ones as None)."""
+    def med(t):
+        return t.median_ms if isinstance(t, Timing) else None
+
+    def why(t):
+        return t.reason if isinstance(t, Unavailable) else None
+
+    tt, rt = ts.times(), rs.times()
+    noise = 0.0
+    if isinstance(tt["events"], Timing) and isinstance(rt["events"], Timing):
+        noise = (tt["events"].iqr_ms + rt["events"].iqr_ms) / 2
+    return time_split(*((med(tt[k]), med(rt[k])) for k in ("events", "gpu_busy", "host")),
+                      noise_ms=noise, why_no_event=why(tt["events"]) or why(rt["events"]),
+                      why_no_gpu=why(tt["gpu_busy"]) or why(rt["gpu_busy"]),
+                      why_no_host=why(tt["host"]) or why(rt["host"]))
 
 
 @dataclass
@@ -523,6 +783,9 @@ class _Run:
     r_out: object
     r_info: object
     timings: dict
+    gpu_busy: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    why_not_timed: str | None = None
 
 
 def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) -> _Run:
@@ -531,21 +794,35 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
     import torch
 
     device = inputs.x.device
-    t_error, timings = None, {}
+    t_error, timings, gpu, host = None, {}, {}, {}
+    t_label, r_label = _nvtx_labels(o, inputs, path)
+
+    def torch_side():
+        with nvtx_range(t_label):
+            return o.torch_call(inputs, upper)
+
+    def replay_side():
+        with nvtx_range(r_label, color="green"):
+            return o.run_replay(inputs, upper, path)
+
     with ops.preferred_library(preferred if device.type == "cuda" else None):
         try:
-            t_out, t_info = o.torch_call(inputs, upper)
+            t_out, t_info = torch_side()
         except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot
             t_error, t_out, t_info = str(exc), None, None
-        r_out, r_info, _ = o.run_replay(inputs, upper, path)
+        r_out, r_info, _ = replay_side()
         if repeat > 0 and t_error is None:
-            timings = time_calls(
-                {"torch": lambda: o.torch_call(inputs, upper),
-                 "replay": lambda: o.run_replay(inputs, upper, path)},
-                device=device if device.type == "cuda" else None, warmup=warmup, repeat=repeat)
+            fns = {"torch": torch_side, "replay": replay_side}
+            dev = device if device.type == "cuda" else None
+            timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat)
+            gpu = time_gpu_busy(fns, device=dev, repeat=repeat)
+            host = time_host(fns, device=dev, repeat=repeat)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return _Run(t_out, t_info, t_error, r_out, r_info, timings)
+    run = _Run(t_out, t_info, t_error, r_out, r_info, timings, gpu, host)
+    if t_error is not None:
+        run.why_not_timed = "not timed: torch raised"
+    return run
 
 
 @dataclass
@@ -599,7 +876,8 @@ def _side(o, name, inputs, upper, out, info, f: _Facts, run: _Run) -> Side:
     """One side's report: the op's LAPACK ratio where it applies, info, non-finite count,
     asymmetry (Hermitian results) and timing."""
     if out is None:
-        return Side(name, o.check_name, None, info, 0, None, None, run.t_error)
+        return Side(name, o.check_name, None, info, 0, None, None, run.t_error,
+                    why_not_timed=run.why_not_timed)
     applies = (f.compared and not inputs.factor_failed and not f.input_nonfinite
                and not checks.nonfinite_count(out))
     ratio = None
@@ -607,10 +885,12 @@ def _side(o, name, inputs, upper, out, info, f: _Facts, run: _Run) -> Side:
         ratio = float(o.check(inputs, out, upper)) if out.numel() else 0.0
     asym = float(checks.asymmetry(out)) if o.hermitian_result else None
     return Side(name, o.check_name, ratio, info, int(checks.nonfinite_count(out)), asym,
-                run.timings.get(name))
+                run.timings.get(name), None, run.gpu_busy.get(name), run.host.get(name),
+                run.why_not_timed)
 
 
-def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side) -> list[str]:
+def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
+           calls: CallSequences | None = None) -> list[str]:
     """What a reader should know about this comparison, in the order it matters."""
     device = inputs.x.device
     notes = list(inputs.notes)
@@ -647,6 +927,17 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side) -> 
         if s.timing is not None and s.timing.noisy:
             notes.append(f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
                          f"20 % of the median {s.timing.median_ms:.3g} ms")
+    if ts.timing is not None or rs.timing is not None:
+        for key, what in (("gpu_busy", "GPU-busy time"), ("host", "host issue time")):
+            reasons = {s.name: s.times()[key].reason for s in (ts, rs)
+                       if isinstance(s.times()[key], Unavailable)}
+            if len(set(reasons.values())) == 1 and len(reasons) == 2:
+                notes.append(f"{what} unavailable: {next(iter(reasons.values()))}")
+            else:
+                notes += [f"{k}'s {what} unavailable: {v}" for k, v in reasons.items()]
+    if calls is not None and calls.equal is False and calls.exact:
+        notes.append("the replay's library calls differ from torch's where the dispatch rule "
+                     f"says they are the same: {calls.first_difference}")
     if ts.ratio is not None and not checks.passes(ts.ratio):
         notes.append(f"torch's own {o.check_name} ratio is {ts.ratio:.3g} (>= 30)")
     return notes

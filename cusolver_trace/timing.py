@@ -7,14 +7,34 @@ around one call (no host clock), and several callables are timed
 hits all of them alike, and their ratio is reported. On the CPU,
 ``time.perf_counter``, one block of samples per callable (interleaving two
 libraries' thread pools there measures their contention, not the routines).
+
+A CUDA-event time mixes two things: the GPU's work and the host's time to issue
+it (a GPU left waiting for the next launch is idle inside the event pair). Two
+more measurements take them apart:
+
+* :func:`time_gpu_busy` — the sum of the durations of the kernels (and memcpys /
+  memsets) each call launched, from ``torch.profiler``, each kernel given to its call
+  by correlation id (the project's kernel attribution,
+  :func:`cusolver_trace.tracing._hook.attribute`);
+* :func:`time_host` — the host's wall time of the call itself, without a synchronize
+  after it (the device is synchronized *before* each sample, so a full launch queue
+  never blocks the call).
+
+:func:`time_split` (pure) says whether a difference between two callables' event
+times is GPU work or issue overhead. A time that cannot be had is an
+:class:`Unavailable` with the reason, never a zero.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Timing", "time_calls", "l2_flush_buffer", "NOISY_IQR", "cpu_threads"]
+__all__ = ["Timing", "time_calls", "l2_flush_buffer", "NOISY_IQR", "cpu_threads", "Unavailable",
+           "time_gpu_busy", "time_host", "TimeSplit", "time_split", "TIME_SPLIT_KINDS",
+           "ALIKE_FRACTION", "GPU_SHARE"]
 
 NOISY_IQR = 0.20
 """A timing whose IQR exceeds this fraction of its median is flagged noisy."""
@@ -133,6 +153,345 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
                 samples[name].append((time.perf_counter() - t0) * 1e3)
         clock = "perf_counter"
     return {k: Timing.from_samples(v, clock) for k, v in samples.items()}
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A time that could not be measured here, and why (reported as such, never as a zero).
+
+    Examples
+    --------
+    >>> Unavailable("no GPU").to_dict()
+    {'available': False, 'reason': 'no GPU'}
+    """
+
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"available": False, "reason": self.reason}
+
+
+#: Why a CPU run has no GPU-busy time.
+NO_GPU_BUSY_ON_CPU = "ran on the CPU: no GPU kernels to add up"
+#: Why a CPU run has no separate host issue time.
+NO_HOST_ON_CPU = ("ran on the CPU: the call computes on the host, so there is no issue time apart "
+                  "from the whole run (the time row)")
+
+
+def time_dict(t) -> dict:
+    """JSON form of a :class:`Timing` (``available: true`` added) or an :class:`Unavailable`.
+
+    Examples
+    --------
+    >>> time_dict(Unavailable("not timed"))["available"]
+    False
+    >>> time_dict(Timing.from_samples([1.0, 3.0], "x"))["median_ms"]
+    2.0
+    """
+    if isinstance(t, Unavailable):
+        return t.to_dict()
+    return {"available": True, **t.to_dict()}
+
+
+def gpu_busy_from_events(events, names) -> dict:
+    """GPU-busy ms per call from profiler events with a marker before each call (pure).
+
+    Parameters
+    ----------
+    events : iterable of (device, start_ns, duration_ns, correlation_id, name)
+        As :func:`cusolver_trace.tracing._hook.kineto_events` gives them. Each call was
+        preceded by a zero-length marker ``ct_api#<k>:s<j>`` (k: the call's running
+        number, j: the index of its callable in ``names``).
+    names : sequence of str
+        The callables' names, in marker index order.
+
+    Returns
+    -------
+    dict
+        ``name -> Timing`` (clock ``"profiler-kernels"``; one sample per marked call: the
+        summed durations, in ms, of the device activities it launched), or ``name ->
+        Unavailable`` when the profiler recorded no device activity at all.
+
+    Examples
+    --------
+    >>> ev = [("cpu", 0, 0, 0, "ct_api#0:s0"), ("cpu", 1, 1, 7, "cudaLaunchKernel"),
+    ...       ("cuda", 5, 2_000_000, 7, "k"), ("cpu", 9, 0, 0, "ct_api#1:s1"),
+    ...       ("cpu", 10, 1, 8, "cudaLaunchKernel"), ("cuda", 11, 500_000, 8, "k")]
+    >>> {k: v.median_ms for k, v in gpu_busy_from_events(ev, ["torch", "replay"]).items()}
+    {'torch': 2.0, 'replay': 0.5}
+    """
+    from .tracing._hook import attribute
+
+    events = list(events)
+    names = list(names)
+    if not any(e[0] != "cpu" for e in events):
+        why = ("torch.profiler recorded no GPU activity (CUPTI unavailable, or the profiler "
+               "could not attach)")
+        return {k: Unavailable(why) for k in names}
+    found = attribute(events)
+    samples: dict = {k: [] for k in names}
+    for tick, kernels in zip(found.names, found.per_record):
+        if tick.startswith("s") and tick[1:].isdigit() and int(tick[1:]) < len(names):
+            samples[names[int(tick[1:])]].append(sum(ms for _k, ms in kernels))
+    return {k: (Timing.from_samples(v, "profiler-kernels") if v else
+                Unavailable("no marked call of it was recorded by torch.profiler"))
+            for k, v in samples.items()}
+
+
+def time_gpu_busy(fns: dict, *, device=None, repeat: int = 20) -> dict:
+    """GPU-busy time of each call: the summed durations of the kernels it launched.
+
+    Each callable is run ``repeat`` times, interleaved, under ``torch.profiler`` (CPU +
+    CUDA activities); a zero-length marker before each call lets every kernel, memcpy
+    and memset be given to the call whose launch it was (correlation ids, as
+    :mod:`cusolver_trace.tracing._hook` does for the API loggers). Why the profiler and
+    not a CUDA-graph replay of the same calls: capture refuses calls that synchronize
+    (torch's MAGMA paths, its info checks) or allocate outside the capture pool, so it
+    would cover some paths only; the profiler measures every path as it runs, and the
+    kernels' durations do not include the launch gaps that the host causes. The sum
+    is the GPU's busy time when the kernels run one after another on one stream, as
+    here.
+
+    Parameters
+    ----------
+    fns : dict[str, callable]
+        What to measure; call them once before (warm-up) — the profiled calls are all
+        sampled.
+    device : torch.device or str or None
+        A CUDA device; anything else returns :class:`Unavailable` for every name.
+    repeat : int
+        Profiled calls per callable (>= 1).
+
+    Returns
+    -------
+    dict
+        ``name -> Timing`` (ms, clock ``"profiler-kernels"``) or ``name -> Unavailable``
+        (no GPU, the profiler failed or recorded no GPU activity).
+
+    Raises
+    ------
+    ValueError
+        ``repeat < 1``.
+    """
+    import torch
+
+    if int(repeat) < 1:
+        raise ValueError(f"time_gpu_busy needs repeat >= 1, got {repeat}")
+    if device is None or torch.device(device).type != "cuda":
+        return {k: Unavailable(NO_GPU_BUSY_ON_CPU) for k in fns}
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from .tracing._hook import TICK_PREFIX, kineto_events
+
+    dev = torch.device(device)
+    names = list(fns)
+    try:
+        with torch.cuda.device(dev), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
+            torch.cuda.synchronize(dev)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                k = 0
+                for _ in range(int(repeat)):
+                    for j, name in enumerate(names):
+                        with record_function(f"{TICK_PREFIX}{k}:s{j}"):
+                            pass
+                        fns[name]()
+                        k += 1
+                torch.cuda.synchronize(dev)
+            events = kineto_events(prof)
+    except Exception as exc:  # a profiler already running, CUPTI missing, ...
+        why = f"torch.profiler failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+        return {k: Unavailable(why.rstrip(": ")) for k in fns}
+    return gpu_busy_from_events(events, names)
+
+
+def time_host(fns: dict, *, device=None, repeat: int = 20) -> dict:
+    """Host time to issue each call: ``time.perf_counter`` around the call itself, with no
+    synchronize after it (the device is synchronized *before* each sample, outside the
+    measured span, so that a full launch queue never blocks the call). A call that
+    synchronizes by itself (an info check) includes its wait for the GPU.
+
+    Parameters
+    ----------
+    fns : dict[str, callable]
+        What to measure (warm them up first); interleaved, one sample per call.
+    device : torch.device or str or None
+        A CUDA device; on the CPU every name gets :class:`Unavailable` (the call *is* the
+        work there).
+    repeat : int
+        Samples per callable (>= 1).
+
+    Returns
+    -------
+    dict
+        ``name -> Timing`` (ms, clock ``"host-perf_counter"``) or ``name -> Unavailable``.
+
+    Raises
+    ------
+    ValueError
+        ``repeat < 1``.
+    """
+    import torch
+
+    if int(repeat) < 1:
+        raise ValueError(f"time_host needs repeat >= 1, got {repeat}")
+    if device is None or torch.device(device).type != "cuda":
+        return {k: Unavailable(NO_HOST_ON_CPU) for k in fns}
+    dev = torch.device(device)
+    samples: dict = {k: [] for k in fns}
+    with torch.cuda.device(dev):
+        for _ in range(int(repeat)):
+            for name, fn in fns.items():
+                torch.cuda.synchronize(dev)
+                t0 = time.perf_counter()
+                fn()
+                samples[name].append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize(dev)
+    return {k: Timing.from_samples(v, "host-perf_counter") for k, v in samples.items()}
+
+
+#: Event times within this fraction of each other are "alike" (no difference to explain).
+ALIKE_FRACTION = 0.05
+#: A difference is "GPU work" when the GPU-busy difference makes at least this share of
+#: it, "issue overhead" when at most 1 − this share, both in between.
+GPU_SHARE = 0.75
+TIME_SPLIT_KINDS = ("alike", "gpu-work", "issue-overhead", "gpu-work-and-issue-overhead",
+                    "not-separated", "not-timed")
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    """What a difference between two event times is made of (see :func:`time_split`).
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`TIME_SPLIT_KINDS`.
+    text : str
+        The verdict line, in words.
+    ratio : float or None
+        Event time of the second / the first.
+    delta_ms : float or None
+        Event time difference, second − first (ms).
+    gpu_delta_ms : float or None
+        GPU-busy difference (ms): the GPU work.
+    idle_delta_ms : float or None
+        ``delta_ms − gpu_delta_ms``: the difference in GPU idle time inside the calls, the
+        GPU waiting for the host to issue launches (ms).
+    host_delta_ms : float or None
+        Host issue time difference (ms).
+    gpu_share : float or None
+        ``gpu_delta_ms / delta_ms``.
+    """
+
+    kind: str
+    text: str
+    ratio: float | None = None
+    delta_ms: float | None = None
+    gpu_delta_ms: float | None = None
+    idle_delta_ms: float | None = None
+    host_delta_ms: float | None = None
+    gpu_share: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ms(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _signed(x: float) -> str:
+    return ("+" if x >= 0 else "−") + _ms(abs(x))
+
+
+def _ok(x) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
+
+
+def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms: float = 0.0,
+               why_no_event: str | None = None, why_no_gpu: str | None = None,
+               why_no_host: str | None = None) -> TimeSplit:
+    """Is the difference between two calls' event times GPU work or issue overhead? (pure)
+
+    A call's event time is its GPU-busy time plus the time the GPU sat idle inside the
+    call, waiting for the host to issue the next launch. So the difference of two event
+    times splits into the difference of GPU work and the difference of that idle time
+    (issue overhead); the host issue times say how long each host took to issue.
+
+    Parameters
+    ----------
+    event_ms, gpu_ms, host_ms : (float or None, float or None)
+        Median event time, GPU-busy time and host issue time (ms) of the first and the
+        second call; None where it is unavailable.
+    names : (str, str)
+        What the two are called in the text (default ``("torch", "replay")``).
+    noise_ms : float
+        A difference up to this (e.g. the mean of the two IQRs, ms) is noise: "alike".
+    why_no_event, why_no_gpu, why_no_host : str, optional
+        Why a time is unavailable, for the text.
+
+    Returns
+    -------
+    TimeSplit
+        ``alike``: the event times differ by at most :data:`ALIKE_FRACTION` (5 %) of the
+        larger, or by at most ``noise_ms``. Otherwise, with both GPU-busy times:
+        ``gpu-work`` when the GPU-busy difference is at least :data:`GPU_SHARE` (75 %) of
+        the event difference, ``issue-overhead`` when it is at most 25 % (the GPU did the
+        same work and waited longer for launches), else ``gpu-work-and-issue-overhead``.
+        ``not-separated`` without GPU-busy times, ``not-timed`` without event times.
+
+    Examples
+    --------
+    >>> time_split((0.025, 0.045), (0.020, 0.020), (0.018, 0.041)).kind
+    'issue-overhead'
+    >>> time_split((33.3, 23.1), (33.0, 22.9), (0.05, 0.3)).kind
+    'gpu-work'
+    >>> time_split((1.0, 1.01), (None, None), (None, None)).kind
+    'alike'
+    """
+    a, b = names
+    (te, re_), (tg, rg), (th, rh) = event_ms, gpu_ms, host_ms
+    if not (_ok(te) and _ok(re_)):
+        return TimeSplit("not-timed", f"time: not measured ({why_no_event or 'no event times'})")
+    d = re_ - te
+    ratio = re_ / te if te > 0 else None
+    head = f"{b}/{a} {ratio:.3g}" if ratio is not None else f"{b} − {a} {_signed(d)} ms"
+    host_d = rh - th if _ok(th) and _ok(rh) else None
+    host = (f"host issue time {_ms(rh)} vs {_ms(th)} ms" if host_d is not None else
+            f"host issue time unavailable ({why_no_host or 'not measured'})")
+    both_gpu = _ok(tg) and _ok(rg)
+    gpu_d = rg - tg if both_gpu else None
+    idle_d = d - gpu_d if both_gpu else None
+    busy = f"GPU busy {_ms(rg)} vs {_ms(tg)} ms" if both_gpu else ""
+    noise = noise_ms if _ok(noise_ms) else 0.0
+    if abs(d) <= max(ALIKE_FRACTION * max(te, re_), noise):
+        text = f"time alike: {head} (difference {_signed(d)} ms, within 5 % or the noise)"
+        if busy:
+            text += f"; {busy}"
+        return TimeSplit("alike", text, ratio, d, gpu_d, idle_d, host_d, None)
+    if not both_gpu:
+        return TimeSplit("not-separated",
+                         f"time: {head} (difference {_signed(d)} ms); not split into GPU work "
+                         f"and issue overhead: GPU-busy time unavailable "
+                         f"({why_no_gpu or 'not measured'})",
+                         ratio, d, None, None, host_d, None)
+    share = gpu_d / d
+    if share >= GPU_SHARE:
+        kind = "gpu-work"
+        what = f"the difference ({_signed(d)} ms) is GPU work: {busy}; {host}"
+    elif share <= 1 - GPU_SHARE:
+        kind = "issue-overhead"
+        what = (f"the difference ({_signed(d)} ms) is issue overhead: the GPU work is "
+                f"{'alike' if abs(gpu_d) <= ALIKE_FRACTION * max(tg, rg, 1e-300) else 'close'} "
+                f"({busy}) and the GPU {'waits longer' if idle_d > 0 else 'waits less'} for "
+                f"{b}'s launches ({_signed(idle_d)} ms idle); {host}")
+    else:
+        kind = "gpu-work-and-issue-overhead"
+        what = (f"the difference ({_signed(d)} ms) is GPU work ({_signed(gpu_d)} ms, "
+                f"{100 * share:.0f} %) and issue overhead ({_signed(idle_d)} ms of GPU idle "
+                f"time, {100 * (1 - share):.0f} %): {busy}; {host}")
+    return TimeSplit(kind, f"time: {head}; {what}", ratio, d, gpu_d, idle_d, host_d, share)
 
 
 def cpu_threads() -> str:

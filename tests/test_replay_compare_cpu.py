@@ -107,13 +107,21 @@ def test_compare_failed_factorization_is_not_a_mismatch():
 def test_comparison_json_schema():
     c = compare("cholesky_inverse", spd(8), repeat=2, warmup=0)
     d = json.loads(c.to_json())
-    assert d["schema"] == "cusolver-trace/comparison/2"  # new design: schema version 2
+    assert d["schema"] == "cusolver-trace/comparison/3"  # 3: timing holds events/gpu_busy/host
     assert d["verdict"] in VERDICTS
     assert set(d) >= {"op", "spec", "torch_path", "differences", "torch", "replay",
-                      "time_ratio_replay_over_torch", "notes", "provenance"}
+                      "time_ratio_replay_over_torch", "time_split", "call_sequences", "notes",
+                      "provenance"}
     assert set(d["differences"]) == {"max_abs", "max_ulp", "rel_fro", "nan_mismatches"}
     assert set(d["torch"]) >= {"ratio", "ratio_name", "passes", "info", "nonfinite", "timing"}
-    assert set(d["torch"]["timing"]) >= {"median_ms", "q1_ms", "q3_ms", "iqr_ms", "repeat", "clock"}
+    assert set(d["torch"]["timing"]) == {"events", "gpu_busy", "host"}
+    assert set(d["torch"]["timing"]["events"]) >= {"available", "median_ms", "q1_ms", "q3_ms",
+                                                   "iqr_ms", "repeat", "clock"}
+    assert d["torch"]["timing"]["events"]["available"] is True
+    for k in ("gpu_busy", "host"):  # the CPU cannot split the time: unavailable, with the reason
+        assert d["torch"]["timing"][k] == {"available": False, "reason": d["torch"]["timing"][k]["reason"]}
+        assert "CPU" in d["torch"]["timing"][k]["reason"]
+    assert d["time_split"]["kind"] in ("alike", "not-separated") and d["call_sequences"] is None
     assert d["spec"]["n"] == 8 and d["torch_path"]["backend"] == "lapack"
     assert d["torch"]["ratio_name"] == "pot03" and d["torch"]["asymmetry"] == 0.0
 

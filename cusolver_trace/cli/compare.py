@@ -6,12 +6,29 @@ from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, 
                       dtype_name, integer, output_path, resolve_device, uplo, write_json)
 
 
+
+SPLIT_WORDS = {"alike": "alike", "gpu-work": "GPU work", "issue-overhead": "issue overhead",
+               "gpu-work-and-issue-overhead": "GPU work + issue", "not-separated": "not separated",
+               "not-timed": "—"}
+
+
+def _med(t) -> str:
+    """A median in ms (``~`` when noisy), or ``—`` for an unavailable time."""
+    from ..timing import Timing
+
+    if not isinstance(t, Timing):
+        return "—"
+    return f"{t.median_ms:.4g}" + ("~" if t.noisy else "")
+
+
 def _summary(con, results, device):
     from rich.table import Table
 
+    traced = any(c.call_sequences is not None for c in results)
     t = Table(title=f"{results[0].op}: {len(results)} comparisons on {device}")
-    for col in ("dtype", "n", "batch", "uplo", "torch path", "verdict", "max ULP",
-                "ratio torch", "ratio replay", "torch ms", "replay ms", "replay/torch"):
+    cols = ["dtype", "n", "batch", "uplo", "torch path", "verdict", "max ULP", "ratio torch",
+            "ratio replay", "replay/torch time"] + (["calls equal"] if traced else [])
+    for col in cols:
         t.add_column(col)
 
     def f(x, fmt):
@@ -19,13 +36,33 @@ def _summary(con, results, device):
 
     for c in results:
         s = c.spec
-        tt, rt = c.torch.timing, c.replay.timing
+        row = [s["dtype"], str(s["n"]), str(s["batch"]), "U" if s["upper"] else "L",
+               c.path.backend, c.verdict, f(c.max_ulp_distance, "d"),
+               f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"), f(c.time_ratio, ".3f")]
+        if traced:
+            row.append("—" if c.call_sequences is None else c.call_sequences.answer)
+        t.add_row(*row)
+    con.print(t)
+    if not any(c.torch.timing is not None for c in results):
+        return
+    clock = next(c.torch.timing.clock for c in results if c.torch.timing is not None)
+    ev = "events" if clock == "cuda-events" else "wall"
+    t = Table(title="time, ms (medians; — unavailable, ~ noisy)",
+              caption=f"{ev}: {'CUDA-event' if ev == 'events' else 'wall (perf_counter)'} time; GPU: GPU-busy time (kernel durations, "
+                      "torch.profiler); host: time to issue the call; difference: what the "
+                      "replay − torch difference is")
+    for col in ("dtype", "n", "batch", "uplo", f"torch {ev}", "torch GPU", "torch host",
+                f"replay {ev}", "replay GPU", "replay host", "replay/torch", "difference"):
+        t.add_column(col, no_wrap=True)
+    for c in results:
+        s = c.spec
+        tt, rt = c.torch.times(), c.replay.times()
         t.add_row(s["dtype"], str(s["n"]), str(s["batch"]), "U" if s["upper"] else "L",
-                  c.path.backend, c.verdict, f(c.max_ulp_distance, "d"),
-                  f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"),
-                  "—" if tt is None else f"{tt.median_ms:.4g}" + (" noisy" if tt.noisy else ""),
-                  "—" if rt is None else f"{rt.median_ms:.4g}" + (" noisy" if rt.noisy else ""),
-                  f(c.time_ratio, ".3f"))
+                  *(_med(tt[k]) for k in ("events", "gpu_busy", "host")),
+                  *(_med(rt[k]) for k in ("events", "gpu_busy", "host")),
+                  f(c.time_ratio, ".3f"),
+                  "—" if c.time_split is None else SPLIT_WORDS.get(c.time_split.kind,
+                                                                    c.time_split.kind))
     con.print(t)
 
 
@@ -71,7 +108,8 @@ def run(args) -> int:
                                         dtype=torch.float64).to(A.dtype).to(device)
                     c = compare(op.name, A, B, upper=upper, preferred=args.preferred,
                                 repeat=args.repeat, warmup=args.warmup, timing=args.repeat > 0,
-                                matrix=spec.describe(), seed=args.seed)
+                                matrix=spec.describe(), seed=args.seed, trace=args.trace,
+                                trace_timeout=args.trace_timeout)
                     results.append(c)
                     if not args.summary_only:
                         con.print(c)
@@ -82,6 +120,12 @@ def run(args) -> int:
         write_json([c.to_dict() for c in results], json_path, con)
     con.print(f"{len(results)} compared: " + ", ".join(
         f"{v} {sum(c.verdict == v for c in results)}" for v in VERDICTS))
+    if args.trace:
+        seqs = [c.call_sequences for c in results if c.call_sequences is not None]
+        con.print("call sequences equal: " + ", ".join(
+            f"{a} {sum(cs.answer == a for cs in seqs)}" for a in ("yes", "no", "not traced"))
+            + (f" ({sum(cs.counts_as_mismatch for cs in seqs)} where the replay is exact: "
+               "MISMATCH)" if any(cs.counts_as_mismatch for cs in seqs) else ""))
     return EXIT_MISMATCH if any(c.verdict == "MISMATCH" for c in results) else EXIT_OK
 
 
@@ -91,9 +135,13 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="compare torch's op with the replay of its cuSOLVER/cuBLAS calls",
                        description="Run torch's op and the replay of exactly the library calls it "
                                    "makes on the same inputs, device and stream; report bitwise "
-                                   "agreement, LAPACK ratios and timing. Lists (comma-separated) "
-                                   "run every combination. Exit 0 on agreement, 1 on MISMATCH, "
-                                   "2 on bad usage or input.")
+                                   "agreement, LAPACK ratios and timing (CUDA events, GPU-busy "
+                                   "time from torch.profiler, host issue time, and whether a "
+                                   "difference is GPU work or issue overhead). Lists "
+                                   "(comma-separated) run every combination. Exit 0 on "
+                                   "agreement, 1 on MISMATCH (with --trace: also unequal call "
+                                   "sequences where the replay is exact), 2 on bad usage or "
+                                   "input.")
     p.add_argument("--op", required=True, type=choice(names, "op"),
                    help="; ".join(f"{o.name}: {o.summary}" for o in ops.all_ops() if o.name in names))
     p.add_argument("--n", type=csv_of(integer(0), "integer"), default=None,
@@ -121,6 +169,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
     p.add_argument("--keep-batch-dim", action="store_true", help="batch 1 as (1, n, n) instead of (n, n)")
     p.add_argument("--summary-only", action="store_true", help="print only the summary table")
+    p.add_argument("--trace", action="store_true",
+                   help="also run both sides in a child process with the cuSOLVER / cuBLAS "
+                        "loggers on and report 'call sequences equal: yes/no'; unequal "
+                        "sequences are a MISMATCH where the dispatch rule says the replay is "
+                        "exact (not on torch's MAGMA paths)")
+    from ..tracing.command import positive_seconds
+
+    p.add_argument("--trace-timeout", type=positive_seconds, default=300.0, metavar="S",
+                   help="seconds the --trace child may run (default 300)")
     p.add_argument("--json", metavar="PATH",
                    help="write the comparisons as a JSON list to PATH ('-': stdout; the tables "
                         "then go to stderr)")

@@ -21,6 +21,12 @@ For CUDA calls the traced call also runs under ``torch.profiler`` with C
 ``stdout`` routed through :func:`~cusolver_trace.tracing._hook.install_stdout_hook`
 (installed before torch loads the libraries), and ``DIR/kernels.json`` gets the
 kernels each logged record launched (:func:`~cusolver_trace.tracing._hook.attribute`).
+
+Several calls in one child: ``call.pt`` may instead hold ``calls``, a list of
+``{"label", "fn", "args", "kwargs"}``; each is warmed up and traced in turn inside
+its own ``#### <label>`` … ``#### end <label>`` section, its kernels in
+``DIR/kernels-<i>.json`` (i: its position). ``compare --trace`` runs torch's call and
+the replay this way, one process for both.
 """
 from __future__ import annotations
 
@@ -74,12 +80,53 @@ def resolve(name: str):
     raise ImportError(f"cannot import any prefix of {name!r}")
 
 
+def _trace_one(torch, hook, mark, folder, label, fn, args, kwargs, cuda, kfile) -> None:
+    """Warm-up call, then the traced call between ``#### label`` and ``#### end label``
+    (profiled, with the kernels of each record written to ``folder/kfile``, when on CUDA
+    with the stdout hook in place)."""
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    fn(*args, **kwargs)  # warm-up: libraries, handles, workspaces
+    sync()
+    if cuda and hook is not None:
+        import warnings
+
+        from torch.profiler import ProfilerActivity, profile
+
+        from ._hook import attribute, kineto_events
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                mark(f"#### {label}")
+                hook.reset()
+                hook.profiling = True
+                try:
+                    fn(*args, **kwargs)
+                    sync()
+                finally:
+                    hook.profiling = False
+                    mark(f"#### end {label}")
+        found = attribute(kineto_events(prof))
+        with open(os.path.join(folder, kfile), "w") as fh:
+            json.dump({"hooked": list(hook.names), **found.to_dict()}, fh)
+    else:
+        mark(f"#### {label}")
+        try:
+            fn(*args, **kwargs)
+            sync()
+        finally:
+            mark(f"#### end {label}")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m cusolver_trace.tracing._child DIR", file=sys.stderr)
         return 2
     folder = argv[0]
-    from ._hook import attribute, install_stdout_hook, kineto_events
+    from ._hook import install_stdout_hook
 
     # installed by the bootstrap (BOOTSTRAP) before this package, and so torch, was imported
     hook = getattr(sys.modules.get(BOOT_MODULE), "HOOK", None) or install_stdout_hook()
@@ -95,50 +142,30 @@ def main(argv: list[str]) -> int:
         import torch
 
         spec = torch.load(os.path.join(folder, "call.pt"), weights_only=False)
-        fn = resolve(spec["fn"])
-        args, kwargs = spec["args"], spec["kwargs"]
         device = spec.get("device")
         cuda = device is not None and device.startswith("cuda")
         if cuda:
             torch.cuda.set_device(torch.device(device))
             if spec.get("linalg_library"):
                 torch.backends.cuda.preferred_linalg_library(spec["linalg_library"])
-
-        def sync():
-            if cuda:
-                torch.cuda.synchronize()
-
-        fn(*args, **kwargs)  # warm-up: libraries, handles, workspaces
-        sync()
-        if cuda and hook is not None:
-            import warnings
-
-            from torch.profiler import ProfilerActivity, profile
-
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                    mark(MARK_BEGIN)
-                    hook.reset()
-                    hook.profiling = True
-                    try:
-                        fn(*args, **kwargs)
-                        sync()
-                    finally:
-                        hook.profiling = False
-                        mark(MARK_END)
-            found = attribute(kineto_events(prof))
-            with open(os.path.join(folder, "kernels.json"), "w") as fh:
-                json.dump({"hooked": list(hook.names), **found.to_dict()}, fh)
+        if "calls" in spec:
+            todo = [(c["label"], c["fn"], c["args"], c["kwargs"], f"kernels-{i}.json")
+                    for i, c in enumerate(spec["calls"])]
         else:
-            mark(MARK_BEGIN)
-            fn(*args, **kwargs)
-            sync()
-            mark(MARK_END)
-        status = {"ok": True}
+            todo = [(MARK_BEGIN[len("#### "):], spec["fn"], spec["args"], spec["kwargs"],
+                     "kernels.json")]
+        done: list = []
+        status = {"ok": False, "done": done}
+        for label, fn_name, args, kwargs, kfile in todo:
+            status["running"] = label
+            _trace_one(torch, hook, mark, folder, label, resolve(fn_name), args, kwargs, cuda,
+                       kfile)
+            done.append(label)
+        status.pop("running", None)
+        status["ok"] = True
     except BaseException as e:  # report, never raise: the parent reads status.json
         traceback.print_exc()
-        status = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        status = {**status, "ok": False, "error": f"{type(e).__name__}: {e}"}
     finally:
         try:
             with open(os.path.join(folder, "status.json"), "w") as fh:

@@ -6,13 +6,25 @@ no-op (:func:`nvtx_note` says why), so callers need no checks of their own::
     from cusolver_trace.tracing import nvtx_range
     with nvtx_range("replay cusolverDnXpotrs n=256"):
         ...
+
+Without ``nvtx`` (and without a recorder) :func:`nvtx_range` returns one shared
+``contextlib.nullcontext``: no generator, no allocation, a few tens of nanoseconds,
+so it can sit in timed loops.
+
+:func:`set_nvtx_recorder` is the documented hook that routes the ranges to any
+object with ``push_range(message=..., domain=..., color=...)`` and
+``pop_range(domain=...)`` — the ``nvtx`` module's own signatures — instead of
+``nvtx``: tests use it to check that ranges open and close in order, and a tool
+can use it to collect them.
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
 
-__all__ = ["nvtx_range", "nvtx_available", "nvtx_note"]
+__all__ = ["nvtx_range", "nvtx_available", "nvtx_note", "set_nvtx_recorder", "nvtx_enabled"]
+
+_NULL = contextlib.nullcontext()
+_recorder = None
 
 try:  # pragma: no cover - depends on the machine
     import nvtx as _nvtx
@@ -51,8 +63,68 @@ def nvtx_note() -> str | None:
         "NVTX ranges skipped: the 'nvtx' package is not importable (pip install nvtx)"
 
 
-@contextlib.contextmanager
-def nvtx_range(name: str, *, color: str | None = None, domain: str = "cusolver-trace") -> Iterator[None]:
+def set_nvtx_recorder(recorder):
+    """Send :func:`nvtx_range`'s ranges to ``recorder`` instead of ``nvtx``; ``None`` restores.
+
+    Parameters
+    ----------
+    recorder : object or None
+        Has ``push_range(message=str, domain=str, color=str or None)`` and
+        ``pop_range(domain=str)``, as the ``nvtx`` module has.
+
+    Returns
+    -------
+    object or None
+        The recorder that was set before (to restore it).
+
+    Examples
+    --------
+    >>> class Rec:
+    ...     def __init__(self): self.log = []
+    ...     def push_range(self, message, domain, color=None): self.log.append(("push", message))
+    ...     def pop_range(self, domain): self.log.append(("pop",))
+    >>> rec = Rec(); old = set_nvtx_recorder(rec)
+    >>> with nvtx_range("a"):
+    ...     pass
+    >>> _ = set_nvtx_recorder(old); rec.log
+    [('push', 'a'), ('pop',)]
+    """
+    global _recorder
+    old, _recorder = _recorder, recorder
+    return old
+
+
+def nvtx_enabled() -> bool:
+    """Whether :func:`nvtx_range` does anything now (``nvtx`` importable or a recorder set).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> nvtx_enabled() == (nvtx_available() or _recorder is not None)
+    True
+    """
+    return _recorder is not None or _nvtx is not None
+
+
+class _Range:
+    __slots__ = ("_to", "_kw", "_domain")
+
+    def __init__(self, to, kw, domain):
+        self._to, self._kw, self._domain = to, kw, domain
+
+    def __enter__(self):
+        self._to.push_range(**self._kw)
+        return None
+
+    def __exit__(self, *exc):
+        self._to.pop_range(domain=self._domain)
+        return False
+
+
+def nvtx_range(name: str, *, color: str | None = None, domain: str = "cusolver-trace"):
     """Context manager: an NVTX push/pop range named ``name`` (no-op without ``nvtx``).
 
     Parameters
@@ -66,12 +138,10 @@ def nvtx_range(name: str, *, color: str | None = None, domain: str = "cusolver-t
 
     Returns
     -------
-    contextmanager
-        Yields ``None``.
-
-    Raises
-    ------
-    Whatever the body raises (the range is closed first).
+    context manager
+        Its ``with`` yields ``None``; the range is popped when the block is left, also
+        by an exception (which propagates). Without ``nvtx`` and without a recorder
+        (:func:`set_nvtx_recorder`), a shared no-op context.
 
     Examples
     --------
@@ -80,14 +150,10 @@ def nvtx_range(name: str, *, color: str | None = None, domain: str = "cusolver-t
     >>> x
     2
     """
-    if _nvtx is None:
-        yield
-        return
+    to = _recorder if _recorder is not None else _nvtx
+    if to is None:
+        return _NULL
     kw = {"message": str(name), "domain": domain}
     if color:
         kw["color"] = color
-    _nvtx.push_range(**kw)
-    try:
-        yield
-    finally:
-        _nvtx.pop_range(domain=domain)
+    return _Range(to, kw, domain)

@@ -27,7 +27,7 @@ from .kernels import classify_kernel
 from .model import AtenOp, KernelStat, Trace
 from .runner import run_traced
 
-__all__ = ["trace", "qualified_name"]
+__all__ = ["trace", "qualified_name", "api_calls_many"]
 
 #: Seconds the API child may run before it is killed.
 CHILD_TIMEOUT_S = 600.0
@@ -159,13 +159,54 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
     (:mod:`._hook`), ``outside`` the ``(kernel, ms)`` launched outside any API call
     (``None`` when per-call times are missing). Raises ``ValueError`` if the inputs cannot be saved.
     """
+    spec: dict[str, Any] = {"fn": name, "args": args, "kwargs": kwargs}
+    return _run_child(spec, [(_SECTION, "kernels.json")], device, timeout)[_SECTION]
+
+
+def api_calls_many(calls, device: str | None, *, timeout: float = CHILD_TIMEOUT_S) -> dict:
+    """Several named calls, each traced in turn in one child with the loggers on.
+
+    Parameters
+    ----------
+    calls : sequence of (label, name, args, kwargs)
+        ``label``: the call's section (``"torch"``, ``"replay"``; distinct, no ``####``);
+        ``name``: an importable dotted name (:func:`qualified_name`); its inputs
+        (``torch.save``-able).
+    device : str or None
+        ``"cuda:0"`` … (the child uses it, and the parent's
+        ``preferred_linalg_library``), or None for CPU calls.
+    timeout : float
+        Seconds before the child is ended.
+
+    Returns
+    -------
+    dict
+        ``label -> (calls, notes, outside)`` as one :func:`trace` child gives them:
+        ``calls`` (a list of :class:`~.logparse.ApiCall`) is None when the child never
+        reached that call.
+
+    Raises
+    ------
+    ValueError
+        The inputs cannot be saved, or the labels are not distinct.
+    """
+    labels = [c[0] for c in calls]
+    if len(set(labels)) != len(labels) or any("#" in str(x) or not str(x) for x in labels):
+        raise ValueError(f"api_calls_many: labels must be distinct and plain, got {labels}")
+    spec: dict[str, Any] = {"calls": [{"label": lb, "fn": fn, "args": a, "kwargs": kw}
+                                      for lb, fn, a, kw in calls]}
+    return _run_child(spec, [(lb, f"kernels-{i}.json") for i, lb in enumerate(labels)], device,
+                      timeout)
+
+
+def _run_child(spec: dict, sections, device: str | None, timeout: float) -> dict:
+    """Run the API child on ``spec``; per ``(section, kernels file)``: (calls, notes, outside)."""
     import torch
 
-    spec: dict[str, Any] = {"fn": name, "args": args, "kwargs": kwargs, "device": device,
-                            "linalg_library": None}
+    spec = {**spec, "device": device, "linalg_library": None}
     if device and device.startswith("cuda"):
         spec["linalg_library"] = torch.backends.cuda.preferred_linalg_library().name.lower()
-    notes: list[str] = []
+    found: dict = {}
     with tempfile.TemporaryDirectory(prefix="cusolver-trace-") as folder:
         try:
             torch.save(spec, os.path.join(folder, "call.pt"))
@@ -179,31 +220,38 @@ def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = 
                 status = json.load(fh)
         except (OSError, ValueError):
             status = {"ok": False}
-        try:
-            with open(os.path.join(folder, "kernels.json")) as fh:
-                timing = Attribution.from_dict(json.load(fh))
-        except (OSError, ValueError, KeyError, TypeError):
-            timing = None
+        for section, kfile in sections:
+            try:
+                with open(os.path.join(folder, kfile)) as fh:
+                    found[section] = Attribution.from_dict(json.load(fh))
+            except (OSError, ValueError, KeyError, TypeError):
+                found[section] = None
     tail = "\n".join(run.stderr.strip().splitlines()[-5:])
-    if run.signal is not None or run.timed_out:
-        notes.extend(run.notes[:1])
-    if _SECTION not in run.log.sections:
-        why = status.get("error") or tail
-        notes.append(f"the API child stopped before the traced call (exit status "
-                     f"{run.exit_status}){': ' + why if why else ''}")
-        return None, notes, None
-    if not status.get("ok"):
-        notes.append(f"the traced call did not complete in the API child: "
-                     f"{status.get('error') or tail or 'no status written'}; the records "
-                     f"logged up to then are shown")
-    part = run.log.section(_SECTION)
-    outside = None
-    if timing is None and spec["linalg_library"] is not None:  # CUDA call without timing
-        notes.append("no per-call GPU time: the API child could not hook C stdout "
-                     "(needs glibc) or did not finish the profiled call")
-    elif timing is not None:
-        outside = attach_kernels(part.records, timing, notes)
-    return part.calls, notes, outside
+    out: dict = {}
+    for section, _kfile in sections:
+        notes: list[str] = []
+        if run.signal is not None or run.timed_out:
+            notes.extend(run.notes[:1])
+        if section not in run.log.sections:
+            why = status.get("error") or tail
+            notes.append(f"the API child stopped before the traced call (exit status "
+                         f"{run.exit_status}){': ' + why if why else ''}")
+            out[section] = (None, notes, None)
+            continue
+        done = section in (status.get("done") or []) or (status.get("ok") and "done" not in status)
+        if not done:
+            notes.append(f"the traced call did not complete in the API child: "
+                         f"{status.get('error') or tail or 'no status written'}; the records "
+                         f"logged up to then are shown")
+        part = run.log.section(section)
+        timing, outside = found[section], None
+        if timing is None and spec["linalg_library"] is not None:  # CUDA call without timing
+            notes.append("no per-call GPU time: the API child could not hook C stdout "
+                         "(needs glibc) or did not finish the profiled call")
+        elif timing is not None:
+            outside = attach_kernels(part.records, timing, notes)
+        out[section] = (part.calls, notes, outside)
+    return out
 
 
 #: Kernels only torch launches (ATen / c10 templates): never part of a library call.

@@ -49,6 +49,12 @@ def _cuda():
     return cuda
 
 
+def _fused():
+    from .backends import fused
+
+    return fused
+
+
 def default_device() -> tuple[str, str | None]:
     """The one rule for where work runs when no device is named: ``("cuda:0", None)`` when
     torch sees a GPU and the CUDA backend can run, else ``("cpu", why)`` — ``why`` is None
@@ -74,6 +80,8 @@ def _routine(dt, base: str, on_gpu: bool, api: str = "legacy") -> str:
         return _cpu.routine_name(dt.name, base)
     if api == "X":
         return f"cusolverDnX{base}"
+    if api == "fused":
+        return f"cuSOLVERDx {base} (fused kernel)"
     return f"cusolverDn{dt.prefix.upper()}{base}" + ("Batched" if api == "batched" else "")
 
 
@@ -168,10 +176,12 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
         Factor the upper triangle (``uplo = CUBLAS_FILL_MODE_UPPER``).
     check : bool
         Raise on ``info != 0`` (one synchronization); ``False`` returns info.
-    api : {"auto", "X", "legacy", "batched"}
+    api : {"auto", "X", "legacy", "batched", "fused"}
         GPU entry point: ``"auto"`` = torch's choice (``cusolverDnXpotrf`` for
         batch 1, ``cusolverDn<t>potrfBatched`` for batch > 1), ``"X"`` = 64-bit
-        API per matrix, ``"legacy"`` = ``cusolverDn<t>potrf`` per matrix. CPU
+        API per matrix, ``"legacy"`` = ``cusolverDn<t>potrf`` per matrix,
+        ``"fused"`` = one cuSOLVERDx kernel for the whole batch (small n; needs the
+        ``cuda13-fused`` extra, see :mod:`cusolver_trace.backends.fused`). CPU
         inputs always use LAPACK ``?potrf``.
 
     Returns
@@ -213,13 +223,16 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     n = require_square(a, "A")
     batch_shape = a.batch_shape
     batch = int(np.prod(batch_shape, dtype=np.int64))
-    if api not in ("auto", "X", "legacy", "batched"):
-        raise ValueError(f"api must be 'auto', 'X', 'legacy' or 'batched', got {api!r}")
+    if api not in ("auto", "X", "legacy", "batched", "fused"):
+        raise ValueError(f"api must be 'auto', 'X', 'legacy', 'batched' or 'fused', got {api!r}")
     if n == 0 or batch == 0:
         return _empty_result(a, a.shape, batch_shape)
     if a.on_gpu:
         gapi = _gpu_api(api, batch)
-        l, info = _cuda().potrf(a.data, upper, gapi)
+        if gapi == "fused":
+            l, info = _fused().potrf(a.data, upper)
+        else:
+            l, info = _cuda().potrf(a.data, upper, gapi)
         routine = _routine(a.dtype, "potrf", True, gapi)
     else:
         l, info = _cpu.potrf(as_numpy(a), upper)
@@ -261,10 +274,11 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
         Right-hand sides; batch dimensions broadcast against L's.
     upper : bool
         L holds U with A = Uᴴ·U.
-    api : {"X", "legacy", "batched"}
+    api : {"X", "legacy", "batched", "fused"}
         GPU entry point: ``cusolverDnXpotrs`` per matrix (torch's path),
-        ``cusolverDn<t>potrs`` per matrix, or one ``cusolverDn<t>potrsBatched``
-        (``nrhs == 1`` only).
+        ``cusolverDn<t>potrs`` per matrix, one ``cusolverDn<t>potrsBatched``
+        (``nrhs == 1`` only), or one cuSOLVERDx kernel for the whole batch
+        (``"fused"``, small n, any nrhs; the ``cuda13-fused`` extra).
 
     Returns
     -------
@@ -290,13 +304,15 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
     """
     c, b, n, batch_shape = _solve_operands(L, B)
     upper = flag(upper, "upper")
-    if api not in ("X", "legacy", "batched"):
-        raise ValueError(f"api must be 'X', 'legacy' or 'batched', got {api!r}")
+    if api not in ("X", "legacy", "batched", "fused"):
+        raise ValueError(f"api must be 'X', 'legacy', 'batched' or 'fused', got {api!r}")
     out_shape = tuple(batch_shape) + b.shape[-2:]
     if n == 0 or b.shape[-1] == 0 or 0 in batch_shape:
         return _empty_result(b, out_shape, batch_shape)[0]
     cc, bb = _broadcast(c, batch_shape), _broadcast(b, batch_shape)
-    if c.on_gpu:
+    if c.on_gpu and api == "fused":
+        x, info = _fused().potrs(cc, bb, upper)
+    elif c.on_gpu:
         x, info = _cuda().potrs(cc, bb, upper, api)
     else:
         x, info = _cpu.potrs(cc, bb, upper)
@@ -518,6 +534,10 @@ INVERSE_METHODS: dict[str, InverseMethod] = {m.name: m for m in (
                   _cu("trtri_lauum", recursive=True), _reference_plans(True), "potri",
                   "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)",
                   "rec_trtri_lauum plan (torch reference executor)"),
+    InverseMethod("fused", "one cuSOLVERDx kernel for the whole batch: potrs on an identity "
+                  "built in shared memory (small n; the cuda13-fused extra)",
+                  lambda c, upper: _fused().cholesky_inverse(c, upper), None, "inverse_potrs",
+                  "cuSOLVERDx potrs (fused kernel)"),
     InverseMethod("torch", "torch.cholesky_inverse itself (what auto falls back to)",
                   _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
                   "torch.cholesky_inverse", "potri"),

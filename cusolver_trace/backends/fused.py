@@ -1,0 +1,955 @@
+"""Fused backend: one cuSOLVERDx kernel per call for batches of small matrices.
+
+cuSOLVERDx is cuSOLVER's device-side library: ``potrf`` / ``potrs`` run inside a
+kernel, on matrices in shared memory, ``batches_per_block`` matrices per thread block.
+This module builds one kernel per (operation, n, nrhs, dtype, fill mode, layouts,
+batches per block, block size, GPU architecture):
+
+1. ``nvmath.device.Solver`` (nvmath-python's front end to libmathdx) generates the
+   cuSOLVERDx device functions (``potrf``, ``potrs``) as LTO-IR with a C ABI;
+2. NVRTC compiles the kernel below (global ↔ shared copies, the calls, info) to LTO-IR;
+3. nvJitLink links both with cuSOLVERDx's universal fatbin into one cubin.
+
+The cubin is cached in memory and on disk (``$XDG_CACHE_HOME/cusolver_trace/fused``,
+keyed by every input above plus the versions of nvmath-python, libmathdx, NVRTC and
+nvJitLink and the kernel source), so a new process loads it without compiling. It is
+launched through CuPy on torch's current stream. The kernel is written here in CUDA C++
+rather than as a numba-cuda kernel because its launch must cost a few µs from Python:
+a CuPy ``Function`` call takes raw pointers, while a numba kernel call goes through
+numba's argument marshalling (tens of µs); numba-cuda is still needed, as
+``nvmath.device`` imports it.
+
+Layout. Inputs are torch tensors ``(..., n, n)`` whose matrices are contiguous either
+row by row (``stride(-1) == 1``, torch's default) or column by column (``.mT``
+contiguous, as ``torch.linalg.cholesky`` returns). Each block copies its matrices to
+shared memory element for element, in the same order, and cuSOLVERDx is told that
+order (``arrangement`` ``row_major`` / ``col_major``, leading dimension n) with the
+caller's fill mode: no transposition, no conjugation, no copy of the input. A tensor of
+any other stride pattern is first copied with ``.contiguous()``.
+
+Everything above the ``# --- GPU`` line is pure Python (shapes, keys, the kernel
+source, the disk cache) and is tested without a GPU.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
+           "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
+           "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT"]
+
+EXTRA = "cusolver-trace[cuda13-fused]"
+"""The pip extra that installs what this backend needs."""
+
+OPS = ("potrf", "inverse", "potrf_inverse", "solve")
+"""Kernels: A → (L, info); L → A⁻¹; A → (A⁻¹, info); (L, B) → A⁻¹·B."""
+
+#: Shared memory a block may use on sm_80 / sm_90 (227 KiB opt-in); smaller GPUs report
+#: their own through the device attribute at launch time.
+SMEM_LIMIT = 227 * 1024
+
+_DTYPES = {  # name -> (C++ real type, is complex, itemsize)
+    "float32": ("float", False, 4),
+    "float64": ("double", False, 8),
+    "complex64": ("float", True, 8),
+    "complex128": ("double", True, 16),
+}
+
+
+try:
+    from ..errors import GPUUnavailableError as _Base
+except ImportError:  # pragma: no cover - errors is part of the package
+    _Base = RuntimeError
+
+
+class FusedUnavailableError(_Base):
+    """The fused (cuSOLVERDx) method cannot run here: its extra (:data:`EXTRA`) is not
+    installed or does not load. A :class:`~cusolver_trace.errors.GPUUnavailableError`."""
+
+
+# --------------------------------------------------------------------------- pure layout math
+def arrangement_of(shape, strides) -> str | None:
+    """How the matrices of a ``(..., r, c)`` tensor lie in memory.
+
+    Parameters
+    ----------
+    shape, strides : sequence of int
+        Of the tensor, in elements (torch's ``.shape`` / ``.stride()``).
+
+    Returns
+    -------
+    ``"row_major"`` when the whole tensor is one contiguous buffer of matrices stored row
+    by row (C order), ``"col_major"`` when it is one of matrices stored column by column
+    (``x.mT`` C-contiguous), None otherwise (the caller copies). Dimensions of size 1
+    do not count; a 1 x 1 matrix is ``row_major``.
+
+    Examples
+    --------
+    >>> arrangement_of((10, 4, 4), (16, 4, 1))
+    'row_major'
+    >>> arrangement_of((10, 4, 4), (16, 1, 4))
+    'col_major'
+    >>> arrangement_of((10, 4, 4), (32, 4, 1)) is None
+    True
+    """
+    shape, strides = tuple(shape), tuple(strides)
+    if len(shape) < 2:
+        raise ValueError(f"need (..., r, c), got shape {shape}")
+
+    def contiguous(sh, st):
+        expect = 1
+        for n, s in zip(reversed(sh), reversed(st)):
+            if n != 1 and s != expect:
+                return False
+            expect *= n
+        return True
+
+    if contiguous(shape, strides):
+        return "row_major"
+    sh = shape[:-2] + (shape[-1], shape[-2])
+    st = strides[:-2] + (strides[-1], strides[-2])
+    if contiguous(sh, st):
+        return "col_major"
+    return None
+
+
+def grid_size(batch: int, batches_per_block: int) -> int:
+    """Thread blocks for ``batch`` matrices, ``batches_per_block`` per block (the last
+    block may be partly empty: the kernel pads it with identity matrices and writes
+    nothing back for them).
+
+    Examples
+    --------
+    >>> grid_size(10, 4), grid_size(8, 4), grid_size(1, 32)
+    (3, 2, 1)
+    """
+    if batch < 0 or batches_per_block < 1:
+        raise ValueError(f"bad batch {batch} / batches_per_block {batches_per_block}")
+    return -(-batch // batches_per_block)
+
+
+def tail(batch: int, batches_per_block: int) -> int:
+    """How many matrices the last block really holds (``batches_per_block`` when the
+    batch divides evenly).
+
+    Examples
+    --------
+    >>> tail(10, 4), tail(8, 4)
+    (2, 4)
+    """
+    r = batch % batches_per_block
+    return r if r else batches_per_block
+
+
+def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int) -> int:
+    """Shared memory (bytes) of one block: ``batches_per_block`` matrices A (n x n), for
+    the solving kernels as many right-hand-side chunks (n x kc), and one int32 info each;
+    A is aligned to 16 bytes, each part rounded up to 16.
+
+    Examples
+    --------
+    >>> shared_bytes("inverse", 32, 32, "float64", 1)
+    16400
+    """
+    isz = _DTYPES[dtype][2]
+    a = _round16(batches_per_block * n * n * isz)
+    b = _round16(batches_per_block * n * kc * isz) if op != "potrf" else 0
+    return a + b + _round16(4 * batches_per_block)
+
+
+def _round16(x: int) -> int:
+    return -(-x // 16) * 16
+
+
+def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
+              limit: int = SMEM_LIMIT) -> int:
+    """Columns of the right-hand side solved per ``potrs`` call (the kernel loops over
+    ``ceil(nrhs / kc)`` chunks): all of them when A and B fit in ``limit`` bytes of
+    shared memory, else the most that fit. 0 for ``potrf`` (no right-hand side).
+
+    Raises
+    ------
+    ValueError
+        Not even one column fits next to A (n too large for this dtype): the fused
+        method does not fall back by itself; ``method="auto"`` never picks it there.
+
+    Examples
+    --------
+    >>> rhs_chunk("inverse", 32, 32, "float64", 1)
+    32
+    >>> rhs_chunk("inverse", 128, 128, "float64", 1)   # 128 KiB of A leaves room for 98 columns
+    98
+    """
+    if op == "potrf":
+        if shared_bytes(op, n, 0, dtype, batches_per_block) > limit:
+            raise ValueError(_too_big(op, n, dtype, batches_per_block, limit))
+        return 0
+    kc = nrhs
+    while kc >= 1 and shared_bytes(op, n, kc, dtype, batches_per_block) > limit:
+        kc -= 1
+    if kc < 1:
+        raise ValueError(_too_big(op, n, dtype, batches_per_block, limit))
+    return kc
+
+
+def _too_big(op, n, dtype, bpb, limit):
+    return (f"fused {op}: n = {n} {dtype} with {bpb} matrices per block needs "
+            f"{shared_bytes(op, n, 1 if op != 'potrf' else 0, dtype, bpb)} bytes of shared "
+            f"memory, more than the {limit} a block can have; use another method "
+            "(method='auto' falls back to torch)")
+
+
+def fits(op: str, n: int, dtype: str, limit: int = SMEM_LIMIT) -> bool:
+    """Whether the fused kernel can run ``op`` on n x n ``dtype`` matrices (one per block).
+
+    Examples
+    --------
+    >>> fits("inverse", 128, "float64"), fits("inverse", 128, "complex128")
+    (True, False)
+    """
+    try:
+        rhs_chunk(op, n, max(n, 1), dtype, 1, limit)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class FusedKey:
+    """Everything one compiled kernel depends on (besides library versions).
+
+    Attributes
+    ----------
+    op : str
+        One of :data:`OPS`.
+    n : int
+        Matrix order.
+    nrhs : int
+        Right-hand-side columns (``n`` for the inverses, 0 for ``potrf``).
+    kc : int
+        Columns per ``potrs`` call (:func:`rhs_chunk`).
+    dtype : str
+        float32, float64, complex64, complex128.
+    upper : bool
+        Fill mode of A / the factor.
+    arr_a, arr_b : str
+        ``"row_major"`` / ``"col_major"``: memory order of A (and L) and of B / X.
+    batches_per_block : int
+    block : tuple of int
+        Thread block (x, y, z).
+    sm : tuple of int
+        Compute capability (major, minor).
+    """
+
+    op: str
+    n: int
+    nrhs: int
+    kc: int
+    dtype: str
+    upper: bool
+    arr_a: str
+    arr_b: str
+    batches_per_block: int
+    block: tuple
+    sm: tuple
+
+    def __post_init__(self):
+        if self.op not in OPS:
+            raise ValueError(f"op must be one of {OPS}, got {self.op!r}")
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"unsupported dtype {self.dtype!r}")
+        for a in (self.arr_a, self.arr_b):
+            if a not in ("row_major", "col_major"):
+                raise ValueError(f"arrangement must be row_major or col_major, got {a!r}")
+        if self.n < 1 or self.batches_per_block < 1:
+            raise ValueError("n and batches_per_block must be >= 1")
+        if self.op == "potrf" and (self.nrhs or self.kc):
+            raise ValueError("potrf has no right-hand side")
+        if self.op != "potrf" and not 1 <= self.kc <= self.nrhs:
+            raise ValueError(f"need 1 <= kc <= nrhs, got kc={self.kc} nrhs={self.nrhs}")
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.nrhs // self.kc) if self.kc else 0
+
+    @property
+    def shared_bytes(self) -> int:
+        return shared_bytes(self.op, self.n, self.kc, self.dtype, self.batches_per_block)
+
+    @property
+    def kernel_name(self) -> str:
+        return "fused_" + self.op
+
+
+_OP_CODE = {"potrf": 0, "inverse": 1, "potrf_inverse": 2, "solve": 3}
+
+# The kernel. One block holds BPB matrices; thread t of NT copies elements t, t + NT, ...
+# of the block's contiguous run of matrices (global -> shared in the same order, so the
+# loads are coalesced and bank-conflict free), the cuSOLVERDx functions run on them, and
+# the results go back the same way. Matrices past the end of the batch (the last block)
+# are identity matrices and are not written back. Right-hand sides are processed KC
+# columns at a time. Hand-written because cuSOLVERDx provides only the block-level
+# potrf / potrs: the copies and the batching around them are the caller's part.
+_KERNEL = r"""
+#define N {n}
+#define NRHS {nrhs}
+#define KC {kc}
+#define NCHUNK {chunks}
+#define BPB {bpb}
+#define NT {threads}
+#define OP {op_code}
+#define UPPER {upper}
+#define A_ROW {a_row}
+#define B_ROW {b_row}
+#define IS_COMPLEX {is_complex}
+typedef {real} R;
+#if IS_COMPLEX
+struct __align__(2 * sizeof(R)) V {{ R x, y; }};
+__device__ __forceinline__ V vzero() {{ V v; v.x = 0; v.y = 0; return v; }}
+__device__ __forceinline__ V vone() {{ V v; v.x = 1; v.y = 0; return v; }}
+#else
+typedef R V;
+__device__ __forceinline__ V vzero() {{ return (R)0; }}
+__device__ __forceinline__ V vone() {{ return (R)1; }}
+#endif
+{decls}
+
+extern "C" __global__ void __launch_bounds__(NT)
+{name}(const V* __restrict__ A, const V* __restrict__ B, V* __restrict__ X,
+       int* __restrict__ info, long long batch)
+{{
+    extern __shared__ __align__(16) unsigned char smem[];
+    V* sA = reinterpret_cast<V*>(smem);
+    const int SA_BYTES = ((BPB * N * N * (int)sizeof(V) + 15) / 16) * 16;
+#if OP != 0
+    V* sB = reinterpret_cast<V*>(smem + SA_BYTES);
+    const int SB_BYTES = ((BPB * N * KC * (int)sizeof(V) + 15) / 16) * 16;
+    int* sInfo = reinterpret_cast<int*>(smem + SA_BYTES + SB_BYTES);
+#else
+    int* sInfo = reinterpret_cast<int*>(smem + SA_BYTES);
+#endif
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const long long m0 = (long long)blockIdx.x * BPB;
+    const long long left = batch - m0;
+    const int here = left < BPB ? (int)left : BPB;   // matrices of the batch in this block
+    const V* Ab = A + m0 * (N * N);
+
+    for (int i = tid; i < BPB * N * N; i += NT) {{
+        const int j = i / (N * N), e = i - j * (N * N);
+        sA[i] = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
+    }}
+    __syncthreads();
+#if OP == 0 || OP == 2
+    {potrf}(sA, sInfo);
+    __syncthreads();
+    if (tid < here) info[m0 + tid] = sInfo[tid];
+#else
+    if (info != nullptr && tid < here) info[m0 + tid] = 0;   // potrs reports nothing
+#endif
+#if OP == 0
+    // the factor, the other triangle zeroed (as torch.linalg.cholesky returns it)
+    V* Xb = X + m0 * (N * N);
+    for (int i = tid; i < here * N * N; i += NT) {{
+        const int e = i % (N * N);
+        const int r = A_ROW ? e / N : e % N, c = A_ROW ? e % N : e / N;
+        Xb[i] = (UPPER ? (r <= c) : (r >= c)) ? sA[i] : vzero();
+    }}
+#else
+    const long long bstride = (long long)N * NRHS;
+    for (int ch = 0; ch < NCHUNK; ++ch) {{
+        const int c0 = ch * KC;
+        for (int i = tid; i < BPB * N * KC; i += NT) {{
+            const int j = i / (N * KC), e = i - j * (N * KC);
+            const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
+            const int col = c0 + cc;
+            V v = vzero();
+#if OP == 3
+            if (j < here && col < NRHS)
+                v = B[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)];
+#else
+            if (r == col) v = vone();
+#endif
+            sB[i] = v;
+        }}
+        __syncthreads();
+        {potrs}(sA, sB);
+        __syncthreads();
+        for (int i = tid; i < here * N * KC; i += NT) {{
+            const int j = i / (N * KC), e = i - j * (N * KC);
+            const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
+            const int col = c0 + cc;
+            if (col < NRHS)
+                X[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)] = sB[i];
+        }}
+        __syncthreads();
+    }}
+#endif
+}}
+"""
+
+
+def kernel_source(key: FusedKey, symbols: dict) -> str:
+    """CUDA C++ source of the kernel for ``key``; ``symbols`` maps ``"potrf"`` / ``"potrs"``
+    to the C names of the cuSOLVERDx device functions (those the kernel calls).
+
+    Examples
+    --------
+    >>> k = FusedKey("inverse", 8, 8, 8, "float64", False, "row_major", "row_major", 4,
+    ...              (32, 1, 1), (9, 0))
+    >>> src = kernel_source(k, {"potrs": "cusolverdx_execute_x"})
+    >>> "#define BPB 4" in src and "cusolverdx_execute_x(sA, sB)" in src
+    True
+    """
+    real, is_complex, _ = _DTYPES[key.dtype]
+    need = {"potrf": ("potrf",), "inverse": ("potrs",), "potrf_inverse": ("potrf", "potrs"),
+            "solve": ("potrs",)}[key.op]
+    missing = [s for s in need if s not in symbols]
+    if missing:
+        raise ValueError(f"kernel {key.op} needs the symbols {missing}")
+    decls = []
+    if "potrf" in need:
+        decls.append(f'extern "C" __device__ void {symbols["potrf"]}(V* a, int* info);')
+    if "potrs" in need:
+        decls.append(f'extern "C" __device__ void {symbols["potrs"]}(V* a, V* b);')
+    return _KERNEL.format(
+        n=key.n, nrhs=key.nrhs or 1, kc=key.kc or 1, chunks=key.chunks, bpb=key.batches_per_block,
+        threads=key.threads, op_code=_OP_CODE[key.op], upper=int(key.upper),
+        a_row=int(key.arr_a == "row_major"), b_row=int(key.arr_b == "row_major"),
+        is_complex=int(is_complex), real=real, decls="\n".join(decls), name=key.kernel_name,
+        potrf=symbols.get("potrf", "/*none*/"), potrs=symbols.get("potrs", "/*none*/"))
+
+
+def cache_key(key: FusedKey, versions: dict) -> str:
+    """Hex digest naming the compiled kernel for ``key`` built with ``versions`` (library
+    versions, e.g. nvmath-python, libmathdx, NVRTC, nvJitLink) from this module's kernel
+    source.
+
+    Examples
+    --------
+    >>> k = FusedKey("potrf", 4, 0, 0, "float32", True, "row_major", "row_major", 32,
+    ...              (32, 1, 1), (9, 0))
+    >>> cache_key(k, {"nvmath": "1.0.0"}) == cache_key(k, {"nvmath": "1.0.0"})
+    True
+    >>> cache_key(k, {"nvmath": "1.0.0"}) == cache_key(k, {"nvmath": "1.0.1"})
+    False
+    """
+    blob = json.dumps({"key": asdict(key), "versions": dict(sorted(versions.items())),
+                       "source": hashlib.sha256(_KERNEL.encode()).hexdigest()},
+                      sort_keys=True, default=list)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def default_cache_dir() -> Path:
+    """``$CUSOLVER_TRACE_CACHE`` if set, else ``$XDG_CACHE_HOME/cusolver_trace/fused``
+    (``~/.cache/cusolver_trace/fused``)."""
+    env = os.environ.get("CUSOLVER_TRACE_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cusolver_trace" / "fused"
+
+
+class DiskCache:
+    """Compiled kernels on disk: ``<digest>.cubin`` and ``<digest>.json`` (the key, the
+    versions and the launch facts), written atomically (temporary file + rename), so
+    concurrent processes never read a partial file. A missing, unreadable or mismatched
+    entry is a miss.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> c = DiskCache(tempfile.mkdtemp())
+    >>> c.load("ab" * 16) is None
+    True
+    >>> c.store("ab" * 16, b"cubin", {"kernel": "k"})
+    >>> c.load("ab" * 16)
+    (b'cubin', {'kernel': 'k'})
+    """
+
+    def __init__(self, root=None):
+        self.root = Path(root) if root is not None else default_cache_dir()
+
+    def _paths(self, digest: str):
+        if not (len(digest) == 32 and all(ch in "0123456789abcdef" for ch in digest)):
+            raise ValueError(f"bad cache digest {digest!r}")
+        return self.root / f"{digest}.cubin", self.root / f"{digest}.json"
+
+    def load(self, digest: str):
+        """``(cubin bytes, meta dict)`` or None."""
+        blob, meta = self._paths(digest)
+        try:
+            info = json.loads(meta.read_text())
+            data = blob.read_bytes()
+        except (OSError, ValueError):
+            return None
+        if info.get("digest") != digest or info.get("size") != len(data):
+            return None
+        return data, info["meta"]
+
+    def store(self, digest: str, data: bytes, meta: dict) -> None:
+        """Write an entry; errors (read-only disk, no space) are ignored: the cache is an
+        optimization only."""
+        blob, info = self._paths(digest)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for path, payload in ((blob, bytes(data)),
+                                  (info, json.dumps({"digest": digest, "size": len(data),
+                                                     "meta": meta}).encode())):
+                fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(payload)
+                os.replace(tmp, path)
+        except OSError:
+            pass
+
+
+def missing_extra_message(exc: BaseException | None = None) -> str:
+    """The one message for a missing extra (names the extra to install)."""
+    why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    return (f"method 'fused' needs cuSOLVERDx through nvmath-python's device API, numba-cuda, "
+            f"libmathdx, NVRTC and nvJitLink{why}; install them with: pip install '{EXTRA}'")
+
+
+# --------------------------------------------------------------------------- GPU
+_lock = threading.Lock()
+_MODULES: dict = {}   # (device index, FusedKey) -> (cupy Function, meta)
+_STREAMS: dict = {}   # (device index, torch stream pointer) -> CuPy stream view
+_CONFIG: dict = {}    # (op, n, dtype, upper, sm) -> (batches_per_block, block) chosen
+_TOOLS = None
+
+
+def _tools():
+    """nvmath.device, mathdx, NVRTC and nvJitLink bindings, imported once; raises
+    :class:`FusedUnavailableError` naming the extra when any is missing."""
+    global _TOOLS
+    if _TOOLS is not None:
+        return _TOOLS
+    try:
+        import numpy as np
+
+        if not hasattr(np, "row_stack"):  # numba-cuda <= 0.2x calls it; numpy 2.5 removed it
+            np.row_stack = np.vstack
+        import nvmath
+        from cuda.bindings import nvjitlink, nvrtc
+        from nvmath.bindings import mathdx
+        from nvmath.device import Solver
+        from nvmath.device.common_cuda import ComputeCapability
+        from nvmath.device.cusolverdx import compile_solver_execute
+        from nvmath.device.cusolverdx_backend import get_universal_fatbin  # noqa: F401
+    except Exception as exc:  # ImportError, or a library that fails to load
+        raise FusedUnavailableError(missing_extra_message(exc)) from exc
+    _TOOLS = {"np": np, "Solver": Solver, "CC": ComputeCapability, "mathdx": mathdx,
+              "compile": compile_solver_execute, "nvrtc": nvrtc, "nvjitlink": nvjitlink,
+              "nvmath_version": getattr(nvmath, "__version__", "?")}
+    return _TOOLS
+
+
+def available() -> str | None:
+    """None when the fused method can run here, else the reason (one line)."""
+    try:
+        _tools()
+        import torch
+
+        if not torch.cuda.is_available():
+            return "no CUDA GPU is visible to torch"
+    except FusedUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def versions() -> dict:
+    """Versions that a compiled kernel depends on (part of the disk-cache key)."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        _VERSIONS = _versions()
+    return dict(_VERSIONS)
+
+
+_VERSIONS = None
+
+
+def _versions() -> dict:
+    t = _tools()
+    err, major, minor = t["nvrtc"].nvrtcVersion()
+    return {"nvmath": t["nvmath_version"], "libmathdx": ".".join(map(str, t["mathdx"].get_version_ex())),
+            "nvrtc": f"{major}.{minor}", "nvjitlink": ".".join(map(str, t["nvjitlink"].version()))}
+
+
+def _solver(t, fn, key: FusedKey):
+    real, is_complex, _ = _DTYPES[key.dtype]
+    np = t["np"]
+    size = (key.n, key.n, key.kc if fn == "potrs" else 1)
+    arr = (key.arr_a, key.arr_b if fn == "potrs" else key.arr_a)
+    return t["Solver"](function=fn, size=size, precision=np.float64 if real == "double" else np.float32,
+                       execution="Block", sm=t["CC"](*key.sm), arrangement=arr,
+                       fill_mode="upper" if key.upper else "lower",
+                       batches_per_block=key.batches_per_block,
+                       data_type="complex" if is_complex else "real", block_dim=key.block)
+
+
+def suggested(op: str, n: int, nrhs: int, dtype: str, upper: bool, sm: tuple) -> tuple:
+    """cuSOLVERDx's suggested ``(batches_per_block, block)`` for the kernel's main call
+    (potrs for the solving kernels, potrf for ``potrf``). Asking libmathdx takes ~0.3 s,
+    so answers are kept in memory and in the disk cache."""
+    args = (op, n, nrhs, dtype, bool(upper), tuple(sm))
+    hit = _SUGGESTED.get(args)
+    if hit is not None:
+        return hit
+    cache = DiskCache()
+    digest = hashlib.sha256(json.dumps({"suggested": list(args), "versions": versions()},
+                                       sort_keys=True, default=list).encode()).hexdigest()[:32]
+    found = cache.load(digest)
+    if found is not None:
+        bpb, block = found[1]["suggested"]
+        hit = _SUGGESTED[args] = (int(bpb), tuple(block))
+        return hit
+    hit = _SUGGESTED[args] = _ask_suggested(*args)
+    cache.store(digest, b"", {"suggested": [hit[0], list(hit[1])]})
+    return hit
+
+
+_SUGGESTED: dict = {}
+
+
+def _ask_suggested(op, n, nrhs, dtype, upper, sm):
+    t = _tools()
+    real, is_complex, _ = _DTYPES[dtype]
+    np = t["np"]
+    fn = "potrf" if op == "potrf" else "potrs"
+    s = t["Solver"](function=fn, size=(n, n, max(nrhs, 1) if fn == "potrs" else 1),
+                    precision=np.float64 if real == "double" else np.float32, execution="Block",
+                    sm=t["CC"](*sm), fill_mode="upper" if upper else "lower",
+                    batches_per_block="suggested",
+                    data_type="complex" if is_complex else "real", block_dim="suggested")
+    return int(s.batches_per_block), tuple(int(b) for b in s.block_dim)
+
+
+def _check(result, what):
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed with status {err}")
+    return result[1:] if isinstance(result, tuple) and len(result) > 1 else None
+
+
+def compile_kernel(key: FusedKey) -> tuple[bytes, dict]:
+    """Compile the kernel for ``key`` to a cubin: ``(cubin, meta)``. Needs no GPU (the
+    architecture is ``key.sm``); takes 0.5 to 3 s.
+
+    Raises
+    ------
+    FusedUnavailableError
+        The extra is missing.
+    RuntimeError
+        libmathdx, NVRTC or nvJitLink reject the kernel (the log is in the message).
+    """
+    t = _tools()
+    cc = f"{key.sm[0]}{key.sm[1]}"
+    need = {"potrf": ("potrf",), "inverse": ("potrs",), "potrf_inverse": ("potrf", "potrs"),
+            "solve": ("potrs",)}[key.op]
+    symbols, ltoirs = {}, []
+    for fn in need:
+        code, sym = t["compile"](_solver(t, fn, key), ("lto", key.sm), "compiled_leading_dim")
+        symbols[fn] = sym
+        ltoirs.append((bytes(code.data), sym))
+    src = kernel_source(key, symbols)
+    nvrtc = t["nvrtc"]
+    prog = _check(nvrtc.nvrtcCreateProgram(src.encode(), b"fused.cu", 0, [], []), "nvrtcCreateProgram")[0]
+    try:
+        opts = [f"-arch=compute_{cc}".encode(), b"-dlto", b"-rdc=true", b"-std=c++17",
+                b"-default-device"]
+        err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        if int(err) != 0:
+            size = nvrtc.nvrtcGetProgramLogSize(prog)[1]
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise RuntimeError(f"NVRTC failed on the fused {key.op} kernel:\n{log.decode(errors='replace')}")
+        size = _check(nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")[0]
+        kernel_ir = b" " * size
+        _check(nvrtc.nvrtcGetLTOIR(prog, kernel_ir), "nvrtcGetLTOIR")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    cubin = _link(t, cc, [(kernel_ir, "fused.ltoir")] + ltoirs)
+    meta = {"kernel": key.kernel_name, "shared_bytes": key.shared_bytes, "block": list(key.block),
+            "batches_per_block": key.batches_per_block, "symbols": symbols}
+    return cubin, meta
+
+
+def _universal_fatbin(t) -> bytes:
+    mathdx = t["mathdx"]
+    h = mathdx.cusolverdx_create_descriptor()
+    try:
+        size = mathdx.cusolverdx_get_universal_fatbin_size(h)
+        buf = bytearray(size)
+        mathdx.cusolverdx_get_universal_fatbin(h, size, buf)
+    finally:
+        mathdx.cusolverdx_destroy_descriptor(h)
+    return bytes(buf)
+
+
+def _link(t, cc: str, ltoirs) -> bytes:
+    nvj = t["nvjitlink"]
+    opts = [f"-arch=sm_{cc}", "-lto"]
+    h = nvj.create(len(opts), opts)
+    try:
+        try:
+            for data, name in ltoirs:
+                nvj.add_data(h, nvj.InputType.LTOIR, data, len(data), name)
+            fat = _universal_fatbin(t)
+            nvj.add_data(h, nvj.InputType.FATBIN, fat, len(fat), "cusolverdx_universal.fatbin")
+            nvj.complete(h)
+        except Exception as exc:
+            try:
+                size = nvj.get_error_log_size(h)
+                log = bytearray(size)
+                nvj.get_error_log(h, log)
+                msg = log.decode(errors="replace")
+            except Exception:
+                msg = ""
+            raise RuntimeError(f"nvJitLink failed on the fused kernel: {exc}\n{msg}") from exc
+        size = nvj.get_linked_cubin_size(h)
+        out = bytearray(size)
+        nvj.get_linked_cubin(h, out)
+        return bytes(out)
+    finally:
+        nvj.destroy(h)
+
+
+# --------------------------------------------------------------------------- loading, launching
+def _device_facts(idx: int):
+    """``(compute capability, shared memory per block opt-in)`` of CUDA device ``idx``."""
+    facts = _DEVICE.get(idx)
+    if facts is None:
+        import torch
+
+        props = torch.cuda.get_device_properties(idx)
+        limit = getattr(props, "shared_memory_per_block_optin", 0) or SMEM_LIMIT
+        facts = _DEVICE[idx] = ((props.major, props.minor), int(limit))
+    return facts
+
+
+_DEVICE: dict = {}
+
+
+def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
+             sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
+             block: tuple | None = None) -> FusedKey:
+    """The :class:`FusedKey` for one call: cuSOLVERDx's suggested batches per block and
+    block size unless given (or a tuned choice from :data:`TUNED`), batches per block
+    lowered until the block fits in ``limit`` bytes of shared memory."""
+    tuned = TUNED.get((op, n, dtype))
+    if batches_per_block is None or block is None:
+        if tuned is not None:
+            s_bpb, s_block = tuned
+        else:
+            s_bpb, s_block = suggested(op, n, nrhs, dtype, upper, sm)
+        batches_per_block = batches_per_block or s_bpb
+        block = tuple(block) if block is not None else tuple(s_block)
+    bpb = int(batches_per_block)
+    while True:
+        try:
+            kc = rhs_chunk(op, n, nrhs, dtype, bpb, limit)
+            if op == "potrf" or kc == nrhs or bpb == 1:
+                break
+        except ValueError:
+            if bpb == 1:
+                raise
+        bpb = max(1, bpb // 2)
+    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+    return FusedKey(op, n, nrhs if op != "potrf" else 0, kc, dtype, bool(upper), arr_a, arr_b,
+                    bpb, block, tuple(sm))
+
+
+#: Tuned ``(batches_per_block, block)`` per ``(op, n, dtype)``, from measurements on an
+#: H200 (``devrun`` timing runs); shapes not listed use cuSOLVERDx's suggestion.
+TUNED: dict = {}
+
+
+def _load_function(idx: int, key: FusedKey):
+    """The CuPy function for ``key`` on device ``idx``: from memory, the disk cache, or
+    compiled now (then stored on disk)."""
+    import cupy as cp
+
+    digest = cache_key(key, versions())
+    cache = DiskCache()
+    hit = cache.load(digest)
+    if hit is None:
+        cubin, meta = compile_kernel(key)
+        cache.store(digest, cubin, meta)
+    else:
+        cubin, meta = hit
+    with cp.cuda.Device(idx):
+        mod = cp.cuda.function.Module()
+        mod.load(cubin)
+        fn = mod.get_function(key.kernel_name)
+        static = int(getattr(fn, "shared_size_bytes", 0) or 0)
+        limit = _device_facts(idx)[1]
+        if static + key.shared_bytes > limit:
+            raise ValueError(f"fused {key.op} n = {key.n} {key.dtype}: {key.shared_bytes} bytes of "
+                             f"shared memory + {static} used by cuSOLVERDx exceed the {limit} a "
+                             "block can have on this GPU")
+        if key.shared_bytes > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = key.shared_bytes
+    return fn, mod
+
+
+def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str,
+           arr_b: str, batches_per_block=None, block=None):
+    """``(CuPy function, FusedKey)`` for one call on device ``idx``, compiled or loaded on
+    first use and cached in memory (the hot path is one dict lookup)."""
+    memo = (idx, op, n, nrhs, dtype, upper, arr_a, arr_b, batches_per_block,
+            None if block is None else tuple(block))
+    hit = _MODULES.get(memo)
+    if hit is not None:
+        return hit
+    with _lock:
+        hit = _MODULES.get(memo)
+        if hit is None:
+            sm, limit = _device_facts(idx)
+            key = make_key(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit,
+                           batches_per_block, block)
+            fn, mod = _load_function(idx, key)
+            hit = _MODULES[memo] = (fn, key, mod)
+    return hit
+
+
+def _stream(cp, torch, idx: int):
+    stream = torch.cuda.current_stream(idx)
+    st = _STREAMS.get((idx, stream.cuda_stream))
+    if st is None:
+        from ._context import cupy_stream
+
+        st = _STREAMS[idx, stream.cuda_stream] = cupy_stream(cp, stream, idx)
+    return st
+
+
+def _operand(x):
+    """``(x, arrangement)``: ``x`` itself when its matrices lie row- or column-major in
+    one contiguous buffer, else a contiguous copy (conjugate / negative views resolved)."""
+    if x.requires_grad:
+        x = x.detach()
+    if x.is_conj() or x.is_neg():
+        x = x.resolve_conj().resolve_neg()
+    if x.is_contiguous():
+        return x, "row_major"
+    if x.mT.is_contiguous():
+        return x, "col_major"
+    return x.contiguous(), "row_major"
+
+
+def _empty(torch, batch_shape, r, c, arr, like):
+    if arr == "row_major":
+        return torch.empty((*batch_shape, r, c), dtype=like.dtype, device=like.device)
+    return torch.empty((*batch_shape, c, r), dtype=like.dtype, device=like.device).mT
+
+
+def _run(op, x, b, upper, nrhs, arr_b, out_cols, info_needed, batches_per_block, block):
+    _tools()   # first: a missing extra is named before anything else fails
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    dtype = str(x.dtype).removeprefix("torch.")
+    if dtype not in _DTYPES:
+        raise TypeError(f"fused: unsupported dtype {dtype}")
+    x, arr_a = _operand(x)
+    n = x.shape[-1]
+    batch_shape = x.shape[:-2]
+    batch = math.prod(batch_shape)
+    idx = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    if b is not None:
+        b, arr_b = _operand(b)
+    fn, key, _ = kernel(idx, op, n, nrhs, dtype, bool(upper), arr_a, arr_b,
+                        batches_per_block, block)
+    if op == "potrf":
+        out = _empty(torch, batch_shape, n, n, arr_a, x)
+    else:
+        out = _empty(torch, batch_shape, n, out_cols, arr_b, x)
+    info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
+    if batch == 0:
+        return out, info
+    args = (x.data_ptr(), 0 if b is None else b.data_ptr(), out.data_ptr(),
+            0 if info is None else info.data_ptr(), np.int64(batch))
+    grid = (grid_size(batch, key.batches_per_block),)
+    st = _stream(cp, torch, idx)
+    if torch.cuda.current_device() != idx:
+        with torch.cuda.device(idx), cp.cuda.Device(idx):
+            fn(grid, key.block, args, shared_mem=key.shared_bytes, stream=st)
+    else:
+        fn(grid, key.block, args, shared_mem=key.shared_bytes, stream=st)
+    return out, info
+
+
+# --------------------------------------------------------------------------- backend routines
+def potrf(a, upper: bool, *, batches_per_block=None, block=None):
+    """Cholesky factors of a batch of small matrices, one cuSOLVERDx ``potrf`` kernel.
+
+    Parameters
+    ----------
+    a : torch CUDA tensor (..., n, n)
+        Hermitian positive definite; only the ``upper`` / lower triangle is read.
+        float32, float64, complex64, complex128.
+    upper : bool
+        A = Uᴴ·U instead of L·Lᴴ.
+    batches_per_block, block : int, tuple of int, optional
+        Override cuSOLVERDx's suggestion (tuning).
+
+    Returns
+    -------
+    L : tensor (..., n, n)
+        The factor, the other triangle zeroed; same memory order as ``a``.
+    info : int32 tensor (batch,)
+        Per matrix, as ``cusolverDn<t>potrfBatched``: 0, or the order of the first
+        leading minor that is not positive definite.
+
+    Raises
+    ------
+    FusedUnavailableError
+        The extra :data:`EXTRA` is missing.
+    ValueError
+        n too large for shared memory.
+
+    No synchronization; launched on torch's current stream.
+    """
+    return _run("potrf", a, None, upper, 0, "row_major", 0, True, batches_per_block, block)
+
+
+def potrs(c, b, upper: bool, *, batches_per_block=None, block=None):
+    """Solve A·X = B from A's factor ``c`` (..., n, n); ``b`` (..., n, nrhs), same batch
+    shape. One kernel (cuSOLVERDx ``potrs``, nrhs columns per call as shared memory
+    allows). Returns ``(X, info)``; info is all zeros (potrs reports nothing, as
+    cuSOLVER's). X has ``b``'s memory order (row- or column-major)."""
+    nrhs = b.shape[-1]
+    return _run("solve", c, b, upper, nrhs, "row_major", nrhs, True, batches_per_block, block)
+
+
+def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None):
+    """A⁻¹ from A's factor ``c`` (..., n, n) in one kernel: cuSOLVERDx ``potrs`` on the
+    identity (built in shared memory, never read from global memory). Returns
+    ``(Ainv, None)``; Ainv has ``c``'s memory order. Not exactly Hermitian (as torch's
+    CUDA path)."""
+    n = c.shape[-1]
+    x, _ = _run("inverse", c, None, upper, n, _order(c), n, False, batches_per_block, block)
+    return x, None
+
+
+def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None):
+    """A → A⁻¹ in one kernel: cuSOLVERDx ``potrf`` then ``potrs`` on the identity, the
+    factor never leaving shared memory. Returns ``(Ainv, info)`` with potrfBatched's
+    info; where info != 0 the inverse is garbage."""
+    n = a.shape[-1]
+    return _run("potrf_inverse", a, None, upper, n, _order(a), n, True, batches_per_block, block)
+
+
+def _order(x) -> str:
+    return "col_major" if (not x.is_contiguous() and x.mT.is_contiguous()) else "row_major"

@@ -1,0 +1,364 @@
+"""The fused (cuSOLVERDx) backend without a GPU: layout and index arithmetic, shared-memory
+sizing, cache keys, the disk cache, the kernel source, and the missing-extra error.
+
+The kernel's copy loops are checked through :func:`emulate`, a line-by-line Python
+transcription of the C++ loops in ``fused._KERNEL`` (same index formulas), with LAPACK
+standing in for cuSOLVERDx's potrf / potrs working on shared memory as cuSOLVERDx
+documents it (``arrangement`` + leading dimension n, only the ``fill_mode`` triangle read).
+The C++ itself is checked on the GPU (``tests/test_gpu_fused.py``).
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from cusolver_trace.backends import fused as F
+
+SM = (9, 0)
+
+
+def key(op="inverse", n=8, nrhs=None, dtype="float64", upper=False, arr_a="row_major",
+        arr_b="row_major", bpb=4, block=(32, 1, 1), kc=None):
+    nrhs = (n if nrhs is None else nrhs) if op != "potrf" else 0
+    kc = (nrhs if kc is None else kc) if op != "potrf" else 0
+    return F.FusedKey(op, n, nrhs, kc, dtype, upper, arr_a, arr_b, bpb, block, SM)
+
+
+# --------------------------------------------------------------------------- arrangements
+def test_arrangement_of_torch_layouts():
+    x = torch.randn(5, 4, 4)
+    assert F.arrangement_of(x.shape, x.stride()) == "row_major"
+    c = x.mT.contiguous().mT                      # column by column, like linalg.cholesky's L
+    assert F.arrangement_of(c.shape, c.stride()) == "col_major"
+    L = torch.linalg.cholesky(x @ x.mT + 4 * torch.eye(4))
+    assert F.arrangement_of(L.shape, L.stride()) == "col_major"
+    assert F.arrangement_of(x[:, :, :2].shape, x[:, :, :2].stride()) is None      # a slice
+    e = torch.randn(4, 4).expand(3, 4, 4)
+    assert F.arrangement_of(e.shape, e.stride()) is None                           # stride 0
+    assert F.arrangement_of(x[::2].shape, x[::2].stride()) is None                 # gaps
+    one = torch.randn(1, 4, 4)
+    assert F.arrangement_of(one.shape, one.stride()) == "row_major"
+    with pytest.raises(ValueError):
+        F.arrangement_of((4,), (1,))
+
+
+def test_col_major_buffer_is_each_matrix_transposed():
+    # What the kernel relies on: a col_major tensor's buffer holds matrix m at m*n*n, element
+    # (r, c) at c*n + r; a row_major one at r*n + c.
+    x = torch.arange(2 * 3 * 3, dtype=torch.float64).reshape(2, 3, 3)
+    c = x.mT.contiguous().mT
+    flat = c.as_strided((c.numel(),), (1,))
+    for m in range(2):
+        for r in range(3):
+            for k in range(3):
+                assert flat[m * 9 + k * 3 + r] == x[m, r, k]
+                assert x.reshape(-1)[m * 9 + r * 3 + k] == x[m, r, k]
+
+
+# --------------------------------------------------------------------------- grid, tail, smem
+@pytest.mark.parametrize("batch,bpb,grid,last", [(1, 1, 1, 1), (10, 4, 3, 2), (8, 4, 2, 4),
+                                                 (37, 32, 2, 5), (100000, 8, 12500, 8)])
+def test_grid_and_tail(batch, bpb, grid, last):
+    assert F.grid_size(batch, bpb) == grid
+    assert F.tail(batch, bpb) == last
+    assert (grid - 1) * bpb + last == batch
+
+
+def test_grid_rejects_bad_values():
+    with pytest.raises(ValueError):
+        F.grid_size(10, 0)
+    with pytest.raises(ValueError):
+        F.grid_size(-1, 4)
+
+
+def test_shared_bytes_and_chunks():
+    assert F.shared_bytes("potrf", 8, 0, "float64", 4) == 4 * 64 * 8 + 16
+    assert F.shared_bytes("inverse", 8, 8, "complex128", 2) == 2 * 64 * 16 * 2 + 16
+    assert F.rhs_chunk("inverse", 64, 64, "float64", 1) == 64
+    # 128 x 128 float64: A is 128 KiB, so B goes in chunks of 98 columns (98 KiB)
+    kc = F.rhs_chunk("inverse", 128, 128, "float64", 1)
+    assert F.shared_bytes("inverse", 128, kc, "float64", 1) <= F.SMEM_LIMIT
+    assert F.shared_bytes("inverse", 128, kc + 1, "float64", 1) > F.SMEM_LIMIT
+    assert F.rhs_chunk("potrf", 128, 0, "complex64", 1) == 0
+    with pytest.raises(ValueError, match="shared memory"):
+        F.rhs_chunk("inverse", 128, 128, "complex128", 1)
+    with pytest.raises(ValueError, match="shared memory"):
+        F.rhs_chunk("potrf", 128, 0, "complex128", 1)
+    assert F.fits("inverse", 128, "float64") and not F.fits("inverse", 128, "complex128")
+    assert F.fits("potrf", 64, "complex128")
+
+
+def test_fused_key_validation():
+    k = key(op="solve", n=16, nrhs=40, kc=16, bpb=2, block=(64, 1, 1))
+    assert k.chunks == 3 and k.threads == 64 and k.kernel_name == "fused_solve"
+    assert k.shared_bytes == F.shared_bytes("solve", 16, 16, "float64", 2)
+    for bad in (dict(op="getrf"), dict(dtype="float16"), dict(arr_a="C"), dict(bpb=0),
+                dict(kc=9), dict(kc=0)):
+        with pytest.raises(ValueError):
+            key(**bad)
+    with pytest.raises(ValueError):
+        F.FusedKey("potrf", 8, 8, 8, "float64", False, "row_major", "row_major", 1, (32, 1, 1), SM)
+
+
+def test_make_key_lowers_batches_per_block_to_fit():
+    # explicit choices need no libmathdx; 32 pairs of 64 x 64 doubles (64 KiB a pair) cannot
+    # share a block: halved down to 2 (128 KiB)
+    k = F.make_key("inverse", 64, 64, "float64", False, "row_major", "row_major", SM,
+                   batches_per_block=32, block=(128,))
+    assert k.batches_per_block == 2 and k.kc == 64 and k.block == (128, 1, 1)
+    k = F.make_key("inverse", 8, 8, "float64", True, "col_major", "col_major", SM,
+                   batches_per_block=16, block=(64, 1))
+    assert k.batches_per_block == 16 and k.block == (64, 1, 1) and k.upper
+    k = F.make_key("potrf", 128, 0, "float32", False, "row_major", "row_major", SM,
+                   batches_per_block=4, block=(256,))
+    assert k.batches_per_block == 2 and k.kc == 0          # 4 x 64 KiB do not fit, 2 do
+    with pytest.raises(ValueError):
+        F.make_key("inverse", 128, 128, "complex128", False, "row_major", "row_major", SM,
+                   batches_per_block=1, block=(256,))
+
+
+# --------------------------------------------------------------------------- the kernel source
+def test_kernel_source_defines():
+    k = key(op="potrf_inverse", n=16, dtype="complex64", upper=True, arr_a="col_major",
+            arr_b="row_major", bpb=2, block=(64, 2, 1))
+    src = F.kernel_source(k, {"potrf": "sym_f", "potrs": "sym_s"})
+    for line in ("#define N 16", "#define BPB 2", "#define NT 128", "#define OP 2",
+                 "#define UPPER 1", "#define A_ROW 0", "#define B_ROW 1", "#define IS_COMPLEX 1",
+                 "typedef float R;", 'extern "C" __device__ void sym_f(V* a, int* info);',
+                 'extern "C" __device__ void sym_s(V* a, V* b);', "sym_f(sA, sInfo);",
+                 "sym_s(sA, sB);", "fused_potrf_inverse("):
+        assert line in src, line
+    with pytest.raises(ValueError, match="potrf"):
+        F.kernel_source(k, {"potrs": "sym_s"})
+    real = F.kernel_source(key(op="potrf", dtype="float64"), {"potrf": "p"})
+    assert "typedef double V;" not in real and "typedef R V;" in real and "#define OP 0" in real
+
+
+# --------------------------------------------------------------------------- emulation
+def _cells(i, n, kc, row):
+    """The kernel's index formulas for the right-hand-side loops."""
+    j, e = i // (n * kc), i % (n * kc)
+    r = np.where(row, e // kc, e % n)
+    cc = np.where(row, e % kc, e // n)
+    return j, r, cc
+
+
+def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
+    """Run the kernel's loops in Python on flat global buffers; returns (X flat, info)."""
+    n, bpb, nn = k.n, k.batches_per_block, k.n * k.n
+    a_row, b_row = k.arr_a == "row_major", k.arr_b == "row_major"
+    kc, nrhs = max(k.kc, 1), max(k.nrhs, 1)
+    dt = A.dtype
+    X = np.full(batch * (nn if k.op == "potrf" else n * nrhs), np.nan, dt)
+    info = np.full(batch, -99, np.int32)
+
+    def view(sm, j, cols, row):  # matrix j of a shared buffer as cuSOLVERDx reads it
+        blk = sm[j * n * cols:(j + 1) * n * cols]
+        return blk.reshape(n, cols) if row else blk.reshape(cols, n).T
+
+    for blk in range(F.grid_size(batch, bpb)):
+        m0 = blk * bpb
+        here = min(bpb, batch - m0)
+        i = np.arange(bpb * nn)
+        j, e = i // nn, i % nn
+        sA = np.where(j < here, A[np.minimum(m0 * nn + i, A.size - 1)],
+                      np.where(e // n == e % n, 1, 0)).astype(dt)
+        factors = []
+        for jj in range(bpb):
+            M = view(sA, jj, n, a_row)   # a view: writes go to sA
+            if k.op in ("potrf", "potrf_inverse"):
+                full = np.triu(M) + np.triu(M, 1).conj().T if k.upper else np.tril(M) + np.tril(M, -1).conj().T
+                try:
+                    f = scipy.linalg.cholesky(full, lower=not k.upper)
+                    code = 0
+                except np.linalg.LinAlgError:
+                    f, code = np.eye(n, dtype=dt), 1
+                tri = np.triu if k.upper else np.tril
+                M[...] = np.where(tri(np.ones((n, n), bool)), f, M)
+                if jj < here:
+                    info[m0 + jj] = code
+            factors.append((M.copy(), k.upper))
+        if k.op == "potrf":
+            jj, ee = i // nn, i % nn
+            r = np.where(a_row, ee // n, ee % n)
+            c = np.where(a_row, ee % n, ee // n)
+            keep = (r <= c) if k.upper else (r >= c)
+            live = i < here * nn
+            X[m0 * nn + i[live]] = np.where(keep, sA, 0)[live]
+            continue
+        for ch in range(k.chunks):
+            c0 = ch * kc
+            i = np.arange(bpb * n * kc)
+            j, r, cc = _cells(i, n, kc, b_row)
+            col = c0 + cc
+            gidx = (m0 + j) * n * nrhs + np.where(b_row, r * nrhs + col, col * n + r)
+            if k.op == "solve":
+                ok = (j < here) & (col < nrhs)
+                sB = np.where(ok, B[np.where(ok, gidx, 0)], 0).astype(dt)
+            else:
+                sB = np.where(r == col, 1, 0).astype(dt)
+            for jj in range(bpb):
+                M, up = factors[jj]
+                Bj = view(sB, jj, kc, b_row)
+                Bj[...] = scipy.linalg.cho_solve((M, not up), Bj.copy())
+            live = (i < here * n * kc) & (col < nrhs)
+            X[gidx[live]] = sB[live]
+    return X, info
+
+
+def _spd(batch, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((batch, n, n))
+    if np.dtype(dtype).kind == "c":
+        G = G + 1j * rng.standard_normal((batch, n, n))
+    return (G @ np.conj(np.swapaxes(G, -1, -2)) / n + np.eye(n)).astype(dtype)
+
+
+def _buffer(x: np.ndarray, arr: str) -> np.ndarray:
+    return (x if arr == "row_major" else np.swapaxes(x, -1, -2)).reshape(-1).copy()
+
+
+def _matrices(flat, batch, r, c, arr):
+    return flat.reshape(batch, r, c) if arr == "row_major" else np.swapaxes(flat.reshape(batch, c, r), -1, -2)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("arr", ["row_major", "col_major"])
+def test_emulated_kernel_inverse_and_potrf(dtype, upper, arr):
+    n, batch = 5, 7                               # 7 = 2 blocks of 3 + a tail of 1
+    A = _spd(batch, n, dtype)
+    A[2, 1, 1] = -5                               # not positive definite: info != 0
+    Ainv = np.linalg.inv(A)
+    # potrf: the factor, other triangle zero, info per matrix, tail written, nothing else
+    X, info = emulate(key("potrf", n, dtype=dtype, upper=upper, arr_a=arr, bpb=3), _buffer(A, arr), None, batch)
+    L = _matrices(X, batch, n, n, arr)
+    assert list(info) == [0, 0, 1, 0, 0, 0, 0]
+    for m in (0, 1, 3, 6):
+        ref = scipy.linalg.cholesky(A[m], lower=not upper)
+        np.testing.assert_allclose(L[m], ref, atol=1e-12)
+    # inverse from the factor, the unused triangle holding garbage it must not read
+    good = [0, 1, 3, 4, 5, 6]
+    Lref = np.stack([scipy.linalg.cholesky(A[m] if m != 2 else np.eye(n), lower=not upper)
+                     for m in range(batch)])
+    junk = np.where(np.triu(np.ones((n, n), bool)) if upper else np.tril(np.ones((n, n), bool)),
+                    Lref, 7.0).astype(dtype)
+    X, _ = emulate(key("inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3),
+                   _buffer(junk, arr), None, batch)
+    np.testing.assert_allclose(_matrices(X, batch, n, n, arr)[good], Ainv[good], atol=1e-10)
+    # A -> A^-1 in one go
+    X, info = emulate(key("potrf_inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3),
+                      _buffer(A, arr), None, batch)
+    assert list(info) == [0, 0, 1, 0, 0, 0, 0]
+    np.testing.assert_allclose(_matrices(X, batch, n, n, arr)[good], Ainv[good], atol=1e-10)
+
+
+@pytest.mark.parametrize("arr_a,arr_b", [("col_major", "row_major"), ("row_major", "col_major")])
+@pytest.mark.parametrize("nrhs,kc", [(1, 1), (3, 3), (7, 3), (6, 4)])
+def test_emulated_kernel_solve_in_chunks(arr_a, arr_b, nrhs, kc):
+    n, batch = 6, 5
+    A = _spd(batch, n, "float64", seed=1)
+    B = np.random.default_rng(2).standard_normal((batch, n, nrhs))
+    L = np.stack([np.linalg.cholesky(a) for a in A])
+    k = key("solve", n, nrhs=nrhs, kc=kc, arr_a=arr_a, arr_b=arr_b, bpb=2)
+    X, _ = emulate(k, _buffer(L, arr_a), _buffer(B, arr_b), batch)
+    np.testing.assert_allclose(_matrices(X, batch, n, nrhs, arr_b), np.linalg.solve(A, B), atol=1e-10)
+
+
+# --------------------------------------------------------------------------- caching
+def test_cache_key_depends_on_everything():
+    base = key()
+    versions = {"nvmath": "1.0.0", "libmathdx": "0.4.2", "nvrtc": "13.0", "nvjitlink": "13.0"}
+    d0 = F.cache_key(base, versions)
+    assert len(d0) == 32 and d0 == F.cache_key(key(), dict(reversed(versions.items())))
+    others = [key(n=16), key(dtype="float32"), key(upper=True), key(arr_a="col_major"),
+              key(arr_b="col_major"), key(bpb=2), key(block=(64, 1, 1)), key(op="potrf_inverse"),
+              key(op="solve", nrhs=3)]
+    digests = {F.cache_key(k, versions) for k in others}
+    assert d0 not in digests and len(digests) == len(others)
+    assert F.cache_key(base, {**versions, "libmathdx": "0.4.3"}) != d0
+    assert F.cache_key(F.FusedKey(*[getattr(base, f) for f in base.__dataclass_fields__][:-1], (10, 0)),
+                       versions) != d0
+
+
+def test_disk_cache_round_trip(tmp_path):
+    c = F.DiskCache(tmp_path / "sub")
+    d = F.cache_key(key(), {"v": "1"})
+    assert c.load(d) is None
+    blob = bytes(range(256)) * 10                 # a stand-in for a cubin (the mechanism only)
+    c.store(d, blob, {"kernel": "fused_inverse", "shared_bytes": 1040})
+    assert c.load(d) == (blob, {"kernel": "fused_inverse", "shared_bytes": 1040})
+    assert F.DiskCache(tmp_path / "sub").load(d)[0] == blob        # another process
+    assert not [p for p in os.listdir(tmp_path / "sub") if p.startswith(".tmp-")]
+    # a truncated blob or a damaged index is a miss, never a wrong kernel
+    (tmp_path / "sub" / f"{d}.cubin").write_bytes(blob[:-1])
+    assert c.load(d) is None
+    c.store(d, blob, {})
+    (tmp_path / "sub" / f"{d}.json").write_text("{not json")
+    assert c.load(d) is None
+    with pytest.raises(ValueError):
+        c.load("../../etc/passwd")
+
+
+def test_disk_cache_location(monkeypatch, tmp_path):
+    monkeypatch.delenv("CUSOLVER_TRACE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert F.default_cache_dir() == tmp_path / "cusolver_trace" / "fused"
+    monkeypatch.setenv("CUSOLVER_TRACE_CACHE", str(tmp_path / "x"))
+    assert F.DiskCache().root == tmp_path / "x"
+
+
+def test_disk_cache_unwritable_is_not_an_error(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    c = F.DiskCache(f / "below")                  # cannot mkdir below a file
+    c.store("0" * 32, b"x", {})
+    assert c.load("0" * 32) is None
+
+
+# --------------------------------------------------------------------------- the missing extra
+def test_missing_extra_names_the_extra(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_nvmath(name, *a, **kw):
+        if name.startswith("nvmath") or name.startswith("cuda.bindings"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(F, "_TOOLS", None)
+    monkeypatch.setattr(builtins, "__import__", no_nvmath)
+    with pytest.raises(F.FusedUnavailableError, match=r"cusolver-trace\[cuda13-fused\]") as exc:
+        F._tools()
+    from cusolver_trace.errors import GPUUnavailableError
+
+    assert isinstance(exc.value, GPUUnavailableError)
+    assert "cusolver-trace[cuda13-fused]" in F.available()
+    with pytest.raises(F.FusedUnavailableError):
+        F.potrf(torch.eye(3), False)
+
+
+def test_import_needs_no_gpu_stack():
+    # the module imports with neither numba nor nvmath importable (CI), and loads nothing
+    code = ("import sys; sys.modules['numba'] = None; sys.modules['nvmath'] = None; "
+            "import cusolver_trace.backends.fused as f; assert 'cupy' not in sys.modules; print('ok')")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_pyproject_declares_the_extra():
+    tomllib = pytest.importorskip("tomllib")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    name = F.EXTRA.split("[")[1].rstrip("]")
+    deps = " ".join(extras[name])
+    for pkg in ("numba-cuda", "nvidia-libmathdx-cu13", "nvmath-python[cu13]"):
+        assert pkg in deps, pkg

@@ -52,10 +52,11 @@ from ._arrays import flag
 from ._dtypes import dtype_info
 from .timing import (Timing, TimeSplit, Unavailable, cpu_threads, time_calls, time_dict,
                      time_gpu_busy, time_host, time_split)
+from .replay import nvtx_labels
 from .tracing.nvtx import nvtx_range
 
 __all__ = ["compare", "Comparison", "Side", "CallSequences", "VERDICTS", "verdict", "as_input",
-           "run_side", "TRACE_TIMEOUT_S"]
+           "run_side", "call_sequences", "TRACE_TIMEOUT_S"]
 
 VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
 #: 3: each side's ``timing`` holds ``events``, ``gpu_busy`` and ``host``; ``time_split``
@@ -666,14 +667,6 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                       _provenance() if provenance else {}, o.torch_name, split, calls)
 
 
-def _nvtx_labels(o, inputs, path) -> tuple[str, str]:
-    """NVTX range names of the two sides (made once, outside any timed loop)."""
-    shape = f"n={inputs.n} batch={inputs.batch}" + (
-        f" nrhs={inputs.nrhs}" if inputs.nrhs is not None else "")
-    return (f"torch {o.torch_name} {shape}",
-            f"replay {o.name}: {' → '.join(path.calls)} {shape}")
-
-
 def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
     """Run one side of a comparison inside its NVTX range: torch's call or the replay.
 
@@ -715,7 +708,7 @@ def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
     if path is None:
         path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs,
                             dtype=inputs.x.dtype, device=inputs.x.device.type)
-    t_label, r_label = _nvtx_labels(o, inputs, path)
+    t_label, r_label = nvtx_labels(o, inputs, path)
     if side == "torch":
         with nvtx_range(t_label):
             return o.torch_call(inputs, upper)
@@ -725,8 +718,6 @@ def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
 
 def _trace_sides(o, inputs, upper, path, preferred, timeout) -> CallSequences:
     """Both sides under the loggers, in one child process; their call sequences compared."""
-    from .tracing.diff import diff_traces, flatten
-    from .tracing.model import Trace
     from .tracing.profile import api_calls_many, qualified_name
 
     exact = bool(path.bitwise)
@@ -740,6 +731,30 @@ def _trace_sides(o, inputs, upper, path, preferred, timeout) -> CallSequences:
             found = api_calls_many(sides, str(inputs.x.device), timeout=timeout)
     except (ValueError, OSError) as exc:
         return CallSequences(None, exact, reason=f"could not run the tracing child: {exc}")
+    return call_sequences(found, path)
+
+
+def call_sequences(found: dict, path) -> CallSequences:
+    """Compare the two sides' logged calls (setup calls left out).
+
+    Parameters
+    ----------
+    found : dict
+        ``"torch"`` / ``"replay"`` -> ``(calls, notes, outside)`` as
+        :func:`cusolver_trace.tracing.profile.api_calls_many` returns them: ``calls`` a list
+        of :class:`~cusolver_trace.tracing.ApiCall` (None: the side was not reached, the
+        notes say why).
+    path : TorchPath
+        The path the replay followed; ``path.bitwise`` says whether it is exact.
+
+    Returns
+    -------
+    CallSequences
+    """
+    from .tracing.diff import diff_traces, flatten
+    from .tracing.model import Trace
+
+    exact = bool(path.bitwise)
     missing = [f"{s}: {'; '.join(found[s][1]) or 'no calls logged'}"
                for s in ("torch", "replay") if found[s][0] is None]
     if missing:
@@ -795,7 +810,7 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
 
     device = inputs.x.device
     t_error, timings, gpu, host = None, {}, {}, {}
-    t_label, r_label = _nvtx_labels(o, inputs, path)
+    t_label, r_label = nvtx_labels(o, inputs, path)
 
     def torch_side():
         with nvtx_range(t_label):

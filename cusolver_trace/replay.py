@@ -11,13 +11,50 @@ functional face of that registry:
 * :func:`replay` — run those calls through the backends on the same inputs (where torch
   runs MAGMA, which this project does not call, the cuSOLVER path as a reference, flagged
   as not bitwise).
+
+Every replay runs inside an NVTX range named by :func:`nvtx_labels` (``replay <op>:
+<library calls> n=… batch=…``), so that an Nsight Systems timeline names the replay's
+kernels; without the ``nvtx`` package the range is a shared no-op
+(:func:`cusolver_trace.tracing.nvtx_range`).
 """
 from __future__ import annotations
 
 from . import ops
 from .ops import TorchPath, parse_version, preferred_library
+from .tracing.nvtx import nvtx_range
 
-__all__ = ["TorchPath", "torch_path", "replay", "parse_version", "preferred_library"]
+__all__ = ["TorchPath", "torch_path", "replay", "parse_version", "preferred_library",
+           "nvtx_labels"]
+
+
+def nvtx_labels(op, inputs, path: TorchPath) -> tuple[str, str]:
+    """NVTX range names for torch's call and for its replay on these inputs.
+
+    Parameters
+    ----------
+    op : cusolver_trace.ops.Op
+    inputs : cusolver_trace.ops.Inputs
+    path : TorchPath
+
+    Returns
+    -------
+    (str, str)
+        ``"torch <function> n=… batch=…[ nrhs=…]"`` and
+        ``"replay <op>: <call> → <call> n=… batch=…[ nrhs=…]"``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> o = ops.get("cholesky_inverse")
+    >>> x = torch.eye(3, dtype=torch.float64)
+    >>> p = o.torch_path(batch=1, n=3, device="cpu")
+    >>> nvtx_labels(o, ops.Inputs(x, x), p)[1]
+    'replay cholesky_inverse: LAPACK dpotri → mirror triangle n=3 batch=1'
+    """
+    shape = f"n={inputs.n} batch={inputs.batch}" + (
+        f" nrhs={inputs.nrhs}" if inputs.nrhs is not None else "")
+    return (f"torch {op.torch_name} {shape}",
+            f"replay {op.name}: {' → '.join(path.calls)} {shape}")
 
 
 def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float64",
@@ -99,4 +136,9 @@ def replay(op, x, b=None, *, upper: bool = False, path: TorchPath | None = None,
     """
     o = ops.get(op)
     o.require_replay()
-    return o.run_replay(ops.Inputs(x, x, b), upper, path, **path_kw)
+    inputs = ops.Inputs(x, x, b)
+    if path is None:
+        path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=x.dtype,
+                            device=x.device.type, **path_kw)
+    with nvtx_range(nvtx_labels(o, inputs, path)[1], color="green"):
+        return o.run_replay(inputs, upper, path)

@@ -1,0 +1,320 @@
+"""compare's three times per side (CUDA events, GPU busy, host issue), the time split verdict,
+``--trace`` call sequences and the NVTX ranges around both sides — all without a GPU."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cusolver_trace import ops, timing
+from cusolver_trace.cli import main
+from cusolver_trace.compare import CallSequences, call_sequences, compare, run_side, verdict
+from cusolver_trace.matrices import spd
+from cusolver_trace.replay import replay
+from cusolver_trace.timing import (TIME_SPLIT_KINDS, Timing, Unavailable, gpu_busy_from_events,
+                                   time_dict, time_gpu_busy, time_host, time_split)
+from cusolver_trace.tracing import load_log
+from cusolver_trace.tracing.nvtx import nvtx_available, nvtx_range, set_nvtx_recorder
+
+DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
+B1 = "cholesky_inverse dtype=float64 n=256 batch=1 upper=False"
+B3 = "cholesky_inverse dtype=float64 n=256 batch=3 upper=False"
+
+
+# --------------------------------------------------------------------------- time_split (pure)
+def test_issue_overhead_small_n():
+    # issue 14's n = 64 pattern: the same kernels, a slower host
+    s = time_split((0.025, 0.045), (0.020, 0.0201), (0.018, 0.041))
+    assert s.kind == "issue-overhead"
+    assert "issue overhead" in s.text and "GPU work is alike" in s.text
+    assert "host issue time 0.041 vs 0.018 ms" in s.text
+    assert s.ratio == pytest.approx(1.8) and s.delta_ms == pytest.approx(0.020)
+    assert s.gpu_delta_ms + s.idle_delta_ms == pytest.approx(s.delta_ms)
+
+
+def test_gpu_work_large_n():
+    s = time_split((33.3, 23.1), (33.0, 22.9), (0.05, 0.3))
+    assert s.kind == "gpu-work" and "is GPU work" in s.text and s.ratio < 1
+    assert "GPU busy 22.9 vs 33 ms" in s.text
+
+
+def test_both_and_alike_and_unavailable():
+    s = time_split((1.0, 2.0), (0.8, 1.3), (0.1, 0.9))
+    assert s.kind == "gpu-work-and-issue-overhead" and s.gpu_share == pytest.approx(0.5)
+    assert "GPU work" in s.text and "issue overhead" in s.text
+    assert time_split((1.0, 1.04), (0.5, 0.9), (0.1, 0.1)).kind == "alike"
+    assert time_split((1.0, 1.3), (0.5, 0.9), (0.1, 0.1), noise_ms=0.4).kind == "alike"
+    s = time_split((1.0, 2.0), (None, 1.0), (None, None), why_no_gpu="ran on the CPU")
+    assert s.kind == "not-separated" and "ran on the CPU" in s.text and s.gpu_delta_ms is None
+    s = time_split((None, None), (None, None), (None, None), why_no_event="not timed (repeat = 0)")
+    assert s.kind == "not-timed" and "repeat = 0" in s.text and s.ratio is None
+
+
+times = st.one_of(st.none(), st.floats(0.0, 1e4, allow_nan=False))
+pos = st.floats(1e-4, 1e4, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(te=pos, re_=pos, tg=times, rg=times, th=times, rh=times, noise=st.floats(0, 10))
+def test_property_time_split(te, re_, tg, rg, th, rh, noise):
+    s = time_split((te, re_), (tg, rg), (th, rh), noise_ms=noise)
+    assert s.kind in TIME_SPLIT_KINDS and s.kind != "not-timed"
+    assert "nan" not in s.text and "inf" not in s.text
+    assert s.delta_ms == pytest.approx(re_ - te)
+    if s.kind == "alike":
+        assert abs(re_ - te) <= max(0.05 * max(te, re_), noise) * (1 + 1e-12)
+    elif tg is None or rg is None:
+        assert s.kind == "not-separated" and s.gpu_share is None
+    else:
+        assert s.gpu_delta_ms + s.idle_delta_ms == pytest.approx(s.delta_ms, abs=1e-9)
+        share = s.gpu_share
+        expect = ("gpu-work" if share >= 0.75 else "issue-overhead" if share <= 0.25
+                  else "gpu-work-and-issue-overhead")
+        assert s.kind == expect
+        # what the difference is made of does not depend on which side is called first
+        swapped = time_split((re_, te), (rg, tg), (rh, th), noise_ms=noise)
+        assert swapped.kind == s.kind
+    if s.kind in ("gpu-work", "gpu-work-and-issue-overhead"):
+        assert "GPU work" in s.text
+    if s.kind in ("issue-overhead", "gpu-work-and-issue-overhead"):
+        assert "issue overhead" in s.text
+    json.dumps(s.to_dict())
+
+
+# --------------------------------------------------------------------------- GPU busy from events
+def _ev(marks_and_kernels):
+    """Synthetic kineto events: ("mark", k, j) or ("kernel", ms) launched after the last mark."""
+    out, t, corr = [], 0, 100
+    for item in marks_and_kernels:
+        t += 10
+        if item[0] == "mark":
+            out.append(("cpu", t, 0, 0, f"ct_api#{item[1]}:s{item[2]}"))
+        else:
+            corr += 1
+            out.append(("cpu", t, 2, corr, "cudaLaunchKernel"))
+            out.append(("cuda", t + 1000, int(item[1] * 1e6), corr, "kern"))
+    return out
+
+
+def test_gpu_busy_sums_each_calls_kernels():
+    ev = _ev([("kernel", 9.0),  # before any marker: not any call's
+              ("mark", 0, 0), ("kernel", 1.0), ("kernel", 0.5),
+              ("mark", 1, 1), ("kernel", 0.25),
+              ("mark", 2, 0), ("kernel", 3.0),
+              ("mark", 3, 1)])  # a call that launched nothing: 0 ms, measured
+    got = gpu_busy_from_events(ev, ["torch", "replay"])
+    assert got["torch"].samples_ms == [1.5, 3.0] and got["torch"].clock == "profiler-kernels"
+    assert got["replay"].samples_ms == [0.25, 0.0]
+
+
+def test_gpu_busy_without_device_events_is_unavailable_not_zero():
+    got = gpu_busy_from_events([("cpu", 0, 0, 0, "ct_api#0:s0")], ["torch", "replay"])
+    assert all(isinstance(v, Unavailable) and "no GPU activity" in v.reason for v in got.values())
+
+
+def test_cpu_times_are_unavailable_with_a_reason():
+    fns = {"a": lambda: None, "b": lambda: None}
+    for got in (time_gpu_busy(fns, device=None, repeat=2), time_host(fns, device="cpu", repeat=2)):
+        assert set(got) == {"a", "b"}
+        assert all(isinstance(v, Unavailable) and "CPU" in v.reason for v in got.values())
+    with pytest.raises(ValueError):
+        time_host(fns, repeat=0)
+    with pytest.raises(ValueError):
+        time_gpu_busy(fns, repeat=0)
+    assert time_dict(Unavailable("why")) == {"available": False, "reason": "why"}
+    d = time_dict(Timing.from_samples([1.0, 2.0, 3.0], "cuda-events"))
+    assert d["available"] is True and d["median_ms"] == 2.0 and "samples_ms" not in d
+
+
+# --------------------------------------------------------------------------- compare on the CPU
+def test_compare_cpu_reports_unavailable_times_with_reasons():
+    c = compare("cholesky_inverse", spd(12), repeat=2, warmup=0, provenance=False)
+    t = c.to_dict()["torch"]["timing"]
+    assert t["events"]["available"] and t["events"]["clock"] == "perf_counter"
+    for key in ("gpu_busy", "host"):
+        assert t[key]["available"] is False and "CPU" in t[key]["reason"]
+        assert "median_ms" not in t[key]  # never a zero standing in for "unknown"
+    assert c.time_split.kind in ("alike", "not-separated")
+    text = str(c)
+    assert "GPU busy (kernel sum)" in text and "host issue time" in text and "unavailable" in text
+    assert c.time_split.text.split(";")[0] in text
+    assert any("GPU-busy time unavailable: ran on the CPU" in n for n in c.notes)
+
+
+def test_compare_not_timed_says_so():
+    c = compare("cholesky", spd(6), timing=False, provenance=False)
+    d = c.to_dict()
+    assert {v["reason"] for v in d["replay"]["timing"].values()} == {"not timed (timing=False)"}
+    assert d["time_split"]["kind"] == "not-timed"
+    c = compare("cholesky", spd(6), repeat=0, provenance=False)
+    assert c.torch.times()["events"].reason == "not timed (repeat = 0)"
+
+
+def test_cli_summary_has_the_three_times_and_the_split(capsys, tmp_path):
+    out = tmp_path / "c.json"
+    assert main(["compare", "--op", "cholesky", "--n", "8,9", "--repeat", "2", "--device", "cpu",
+                 "--summary-only", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    for col in ("torch wall", "torch GPU", "torch host", "replay wall", "replay GPU",
+                "replay host", "difference"):
+        assert col in text
+    data = json.loads(out.read_text())
+    assert all(d["schema"] == "cusolver-trace/comparison/3" for d in data)
+
+
+# --------------------------------------------------------------------------- --trace
+def _found(section_a, section_b):
+    log = load_log(DATA / "trace-stdout.log.gz")
+    return {"torch": (log.section(section_a).calls, [], None),
+            "replay": (log.section(section_b).calls, [], None)}
+
+
+def _path(bitwise):
+    return ops.TorchPath("cholesky_inverse", "cusolver" if bitwise else "magma", ("x",), "r",
+                         bitwise, "rule", "" if bitwise else "torch runs MAGMA here")
+
+
+def test_call_sequences_equal_on_the_same_calls():
+    cs = call_sequences(_found(B1, B1), _path(True))
+    assert cs.equal is True and cs.answer == "yes" and not cs.counts_as_mismatch
+    assert cs.calls_torch == cs.calls_replay == 3
+    assert cs.torch_calls[0].startswith("cusolverDnXpotrs  uplo=LOWER n=256 nrhs=256")
+    d = cs.to_dict()
+    assert d["traced"] and d["equal"] and d["first_difference"] is None
+
+
+def test_unequal_calls_count_as_mismatch_only_where_the_replay_is_exact():
+    # the 2.11 MAGMA section logs no compute call; the batch-1 section logs Xpotrs + 2 trsm
+    exact = call_sequences(_found(B3, B1), _path(True))
+    assert exact.equal is False and exact.counts_as_mismatch and "MISMATCH" in exact.detail
+    assert "cusolverDnXpotrs" in exact.first_difference
+    magma = call_sequences(_found(B3, B1), _path(False))
+    assert magma.equal is False and not magma.counts_as_mismatch
+    assert "not a MISMATCH" in magma.reason and "MAGMA" in magma.reason
+    assert "not a MISMATCH" in magma.detail
+
+
+def test_untraced_side_is_reported_not_compared():
+    cs = call_sequences({"torch": (None, ["the API child stopped before the traced call"], None),
+                         "replay": ([], [], None)}, _path(True))
+    assert cs.equal is None and cs.answer == "not traced" and not cs.counts_as_mismatch
+    assert "stopped before" in cs.reason and cs.to_dict()["traced"] is False
+
+
+def test_verdict_calls_differ_is_a_mismatch():
+    kw = dict(bitwise=True, info_agree=True, info_failed=False, torch_raised=False,
+              fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=False,
+              nan_mismatches=0, rel_diff=0.0, tolerance=1e-13, torch_passes=True,
+              replay_passes=True)
+    assert verdict(**kw) == "bitwise-equal"
+    assert verdict(**kw, calls_differ=True) == "MISMATCH"
+
+
+def test_compare_trace_on_the_cpu_is_not_traced(capsys):
+    c = compare("cholesky_inverse", spd(5), trace=True, timing=False, provenance=False)
+    assert c.call_sequences.equal is None and "CPU" in c.call_sequences.reason
+    assert c.verdict != "MISMATCH" and c.to_dict()["call_sequences"]["traced"] is False
+    assert "call sequences equal: not traced" in str(c)
+    assert main(["compare", "--op", "cholesky", "--n", "6", "--repeat", "0", "--device", "cpu",
+                 "--trace"]) == 0
+    assert "call sequences equal: yes 0, no 0, not traced 1" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        compare("cholesky", spd(3), trace=True, trace_timeout=0)
+
+
+def test_api_calls_many_runs_each_call_in_its_own_section():
+    """The tracing child (one process, two labelled calls) on CPU inputs: both sections are
+    reached, LAPACK logs nothing."""
+    from cusolver_trace.tracing.profile import api_calls_many
+
+    L = torch.linalg.cholesky(spd(4))
+    inputs = ops.Inputs(L, L)
+    name = "cusolver_trace.compare.run_side"
+    found = api_calls_many([(s, name, ("cholesky_inverse", s, inputs, False), {})
+                            for s in ("torch", "replay")], None, timeout=120)
+    assert set(found) == {"torch", "replay"}
+    for calls, notes, outside in found.values():
+        assert calls == [] and notes == [] and outside is None
+    with pytest.raises(ValueError):
+        api_calls_many([("a", name, (), {}), ("a", name, (), {})], None)
+
+
+# --------------------------------------------------------------------------- NVTX
+class Recorder:
+    def __init__(self):
+        self.log = []
+
+    def push_range(self, message, domain, color=None):
+        self.log.append(("push", message, domain))
+
+    def pop_range(self, domain):
+        self.log.append(("pop", domain))
+
+
+@pytest.fixture
+def recorder():
+    rec = Recorder()
+    old = set_nvtx_recorder(rec)
+    try:
+        yield rec
+    finally:
+        set_nvtx_recorder(old)
+
+
+def _balanced(log):
+    """Every push is popped before the next push (no nesting here), in order."""
+    depth = 0
+    for entry in log:
+        depth += 1 if entry[0] == "push" else -1
+        assert depth in (0, 1), log
+    assert depth == 0
+    return [e[1] for e in log if e[0] == "push"]
+
+
+def test_compare_pushes_and_pops_a_named_range_per_call(recorder):
+    compare("cholesky_solve", spd(6), repeat=2, warmup=1, provenance=False)
+    names = _balanced(recorder.log)
+    torch_ranges = [n for n in names if n.startswith("torch ")]
+    replay_ranges = [n for n in names if n.startswith("replay ")]
+    assert len(torch_ranges) + len(replay_ranges) == len(names)
+    # one run each, then warm-up + repeat + the untimed pass of time_calls on the CPU
+    assert len(torch_ranges) == len(replay_ranges) == 1 + 1 + 1 + 2
+    assert set(replay_ranges) == {"replay cholesky_solve: LAPACK dpotrs × batch n=6 batch=1 nrhs=1"}
+    assert set(torch_ranges) == {"torch torch.cholesky_solve n=6 batch=1 nrhs=1"}
+    assert all(e[-1] == "cusolver-trace" for e in recorder.log)
+
+
+def test_replay_and_run_side_ranges(recorder):
+    L = torch.linalg.cholesky(spd(5))
+    replay("cholesky_inverse", L)
+    run_side("cholesky_inverse", "torch", ops.Inputs(L, L))
+    assert _balanced(recorder.log) == [
+        "replay cholesky_inverse: LAPACK dpotri → mirror triangle n=5 batch=1",
+        "torch torch.cholesky_inverse n=5 batch=1"]
+    with pytest.raises(ValueError):
+        run_side("cholesky_inverse", "neither", ops.Inputs(L, L))
+
+
+def test_range_is_popped_when_the_body_raises(recorder):
+    with pytest.raises(ZeroDivisionError):
+        with nvtx_range("boom"):
+            1 / 0
+    assert recorder.log == [("push", "boom", "cusolver-trace"), ("pop", "cusolver-trace")]
+
+
+@pytest.mark.skipif(nvtx_available(), reason="the nvtx package is installed here")
+def test_without_nvtx_the_range_is_one_shared_no_op():
+    assert nvtx_range("a") is nvtx_range("b")
+    with nvtx_range("a") as v:
+        assert v is None
+
+
+def test_time_module_exports():
+    for name in ("Unavailable", "time_gpu_busy", "time_host", "TimeSplit", "time_split"):
+        assert name in timing.__all__
+    assert math.isclose(timing.GPU_SHARE, 0.75)

@@ -718,7 +718,8 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
     check : bool
         Raise when the factor has an exact zero on its diagonal, when its triangle
         holds NaN / Inf, or when the result has non-finite entries (one kernel and
-        one synchronization moving 3 int32 per matrix to the host). ``False``:
+        one synchronization; 3 int32 per matrix reach the host only when something is to
+        report). ``False``:
         nothing is inspected or synchronized, and a bad factor gives whatever the
         routine leaves (inf / nan for the solve-based methods, a partial result for
         potri).
@@ -762,15 +763,16 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
     if n == 0 or batch == 0:
         return _empty_result(c, c.shape, batch_shape)[0]
     m = INVERSE_METHODS[used]
+    acc = None
     if c.on_gpu:
         x, info = m.cuda(c.data, upper)
-        if check:
-            acc = _cuda().inverse_status(c.data, x, upper, info).cpu().numpy()
+        if check:  # None when nothing is to report: one launch, one sync, nothing copied
+            acc = _cuda().inverse_check(c.data, x, upper, info)
     else:
         factor = as_numpy(c)
         x, info = m.cpu(factor, upper)
         if check:
             acc = _cpu.inverse_status(factor, x, upper, info)
-    if check:
+    if acc is not None:
         _raise_for_status(m.routine_name(c.dtype.name, c.on_gpu), acc, n, batch_shape, upper)
     return wrap(x, c)

@@ -19,6 +19,9 @@ torch's current stream, and returns ``(result, info)`` with ``info`` an
 """
 from __future__ import annotations
 
+import ctypes
+import functools
+
 import numpy as np
 import torch
 
@@ -26,7 +29,8 @@ from .._dtypes import dtype_info
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
-from ._context import cupy_stream, on_device, pointer_array
+from ._context import (StreamRef, bound, context, current_stream_ptr, on_device, pointer_array,
+                       size_key)
 
 APIS = ("X", "legacy", "batched")
 
@@ -84,6 +88,69 @@ def library_versions(device) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------- the fast issue path
+# What torch computes once in C++ per call costs microseconds per Python operation here, and at
+# small n those microseconds are the whole call (issue 14). So every routine below issues the same
+# library calls with the same arguments as before, and keeps out of the per-call path whatever
+# does not change between calls: dtype facts, fill modes and operations, host scalars, bufferSize
+# answers, the workspace (one grow-only buffer per thread, device and stream, from torch's
+# caching allocator), the handles' stream (set only when it changed), the device switch (only
+# when the tensor is not on the current device) and the per-matrix pointer arithmetic (base +
+# b·step). Working copies are one ``clone`` each; the identity right-hand side is built in place.
+_DT: dict = {}                                   # torch dtype -> DtypeInfo
+_UPLO = (cb.LOWER, cb.UPPER)                     # indexed by the upper flag
+_ONE: dict = {}                                  # type letter -> host scalar 1 (kept alive)
+_TRSM_OPS: dict = {}                             # (is_complex, upper) -> the two trsm operations
+
+
+def _dtype(dtype):
+    d = _DT.get(dtype)
+    if d is None:
+        d = _DT[dtype] = dtype_info(dtype)
+    return d
+
+
+def _one(t: str) -> int:
+    s = _ONE.get(t)
+    if s is None:
+        s = _ONE[t] = cb.scalar(t, 1.0)
+    return s.ctypes.data
+
+
+def _trsm_ops(is_complex: bool, upper: bool) -> tuple:
+    """The two solves of A X = B: lower: L Y = B, then Lᴴ X = Y; upper: Uᴴ Y = B, then U X = Y."""
+    key = (is_complex, upper)
+    ops = _TRSM_OPS.get(key)
+    if ops is None:
+        ops = _TRSM_OPS[key] = tuple(operation(o, is_complex)
+                                     for o in (("C", "N") if upper else ("N", "C")))
+    return ops
+
+
+def on_tensor_device(fn):
+    """Decorator: run ``fn(x, ...)`` with ``x``'s device current in torch and CuPy.
+
+    No device switch when ``x`` is on the current device already (the common case);
+    otherwise the whole call runs under ``torch.cuda.device`` / ``cupy.cuda.Device``,
+    since a library handle must only be used on the device it was created on.
+    """
+    @functools.wraps(fn)
+    def run(x, *args, **kw):
+        idx = x.get_device()
+        if idx == torch.cuda.current_device():
+            return fn(x, *args, **kw)
+        with torch.cuda.device(idx), _load.cupy().cuda.Device(idx):
+            return fn(x, *args, **kw)
+    return run
+
+
+def work_copy(x: torch.Tensor) -> torch.Tensor:
+    """Column-major working copy of ``x`` ``(..., r, c)``: a contiguous ``(..., c, r)`` tensor
+    whose ``.mT`` is the copy of ``x`` (one ``clone``, so always a new buffer: conjugate /
+    negative views are materialized, expanded inputs copied, the input never written)."""
+    return x.mT.clone(memory_format=torch.contiguous_format)
+
+
 def colmajor(x: torch.Tensor) -> torch.Tensor:
     """Contiguous ``(batch, c, r)`` copy of ``x`` ``(..., r, c)``: each matrix column-major.
 
@@ -91,10 +158,8 @@ def colmajor(x: torch.Tensor) -> torch.Tensor:
     a real copy. The input is never written.
     """
     r, c = x.shape[-2:]
-    w = torch.empty((int(np.prod(x.shape[:-2], dtype=np.int64)), c, r), dtype=x.dtype,
-                    device=x.device)
-    w.copy_(x.mT.reshape(-1, c, r))
-    return w
+    w = work_copy(x)
+    return w if w.dim() == 3 else w.view(-1, c, r)
 
 
 def matrices(w: torch.Tensor, batch_shape) -> torch.Tensor:
@@ -118,42 +183,105 @@ def _ptr(w, b):
     return w.data_ptr() + b * w.stride(0) * w.element_size()
 
 
+def _identity(c: torch.Tensor) -> torch.Tensor:
+    """Identity matrices of ``c``'s shape, contiguous: their own column-major working copy."""
+    n = c.shape[-1]
+    if c.dim() == 2:
+        return torch.eye(n, dtype=c.dtype, device=c.device)
+    eye = torch.zeros(c.shape, dtype=c.dtype, device=c.device)
+    eye.diagonal(dim1=-2, dim2=-1).fill_(1)
+    return eye
+
+
+def _pointers(p0: int, step: int, batch: int, device) -> torch.Tensor:
+    """``Aarray`` of a batch at ``p0 + b·step`` (see :func:`._context.pointer_array`)."""
+    return torch.arange(p0, p0 + step * batch, step, dtype=torch.int64, device=device)
+
+
+@on_tensor_device
 def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     """Cholesky factor of ``a`` (..., n, n): ``(L, info)``; the other triangle of L is zero.
 
     Mirrors torch's CUDA ``linalg.cholesky`` (``Xpotrf`` for batch 1,
     ``potrfBatched`` for batch > 1): the whole matrix is copied, the ``uplo``
     triangle factored in place, and the other triangle zeroed afterwards.
+    ``bufferSize`` is asked once per (dtype, uplo, n) and device.
     """
-    dt = dtype_info(a.dtype)
-    n, t, cdt = a.shape[-1], dt.prefix, dt.cuda_data_type
-    w, uplo, lda = colmajor(a), fill_mode(upper), max(1, a.shape[-1])
-    info = _info(w)
-    with on_device(a.device) as ctx:
-        if api == "X":
-            # torch asks for the workspace size with A = NULL, and passes bufferOnHost = NULL
-            # when no host workspace is needed (the API log shows 0x0); so do we
-            dbytes, hbytes = cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt)
-            work, host = ctx.workspace(dbytes), np.empty(max(hbytes, 1), dtype=np.uint8)
-            for b in range(w.shape[0]):
-                cs.Xpotrf(ctx.solver, ctx.params, uplo, n, cdt, _ptr(w, b), lda, cdt,
-                          work.data_ptr(), dbytes, host.ctypes.data if hbytes else 0, hbytes, _ptr(info, b))
-        elif api == "legacy":
-            lwork = cs.potrf_bufferSize(t, ctx.solver, uplo, n, w.data_ptr(), lda)
-            work = ctx.workspace(lwork * dt.itemsize)
-            for b in range(w.shape[0]):
-                cs.potrf(t, ctx.solver, uplo, n, _ptr(w, b), lda, work.data_ptr(), lwork,
-                         _ptr(info, b))
-        elif api == "batched":
-            ptrs = pointer_array(w)
-            cs.potrfBatched(t, ctx.solver, uplo, n, ptrs.data_ptr(), lda, info.data_ptr(), w.shape[0])
-        else:
-            raise ValueError(f"api must be one of {APIS}, got {api!r}")
-    out = matrices(w, a.shape[:-2])
+    if api not in APIS:
+        raise ValueError(f"api must be one of {APIS}, got {api!r}")
+    dt = _dtype(a.dtype)
+    n = a.shape[-1]
+    w, uplo, lda = work_copy(a), _UPLO[bool(upper)], n
+    batch = a.numel() // (n * n)
+    # every entry point writes info for each matrix (0 or the failing minor), as torch relies on
+    info = torch.empty(batch, dtype=torch.int32, device=a.device)
+    ctx = bound(a.get_device())
+    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    if api == "X":
+        cdt = dt.cuda_data_type
+        # torch asks for the workspace size with A = NULL, and passes bufferOnHost = NULL
+        # when no host workspace is needed (the API log shows 0x0); so do we
+        dbytes, hbytes = ctx.sizes.get_or(
+            size_key("Xpotrf", cdt, uplo, n, lda),
+            lambda: cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt))
+        work = ctx.scratch.get(dbytes, ctx.stream).data_ptr()
+        host = np.empty(hbytes, dtype=np.uint8) if hbytes else None
+        hptr = host.ctypes.data if hbytes else 0
+        for b in range(batch):
+            cs.Xpotrf(ctx.solver, ctx.params, uplo, n, cdt, p0 + b * step, lda, cdt, work, dbytes,
+                      hptr, hbytes, i0 + 4 * b)
+    elif api == "legacy":
+        t = dt.prefix
+        with ctx.cupy_stream():
+            lwork = ctx.sizes.get_or(size_key("potrf", t, uplo, n, lda),
+                                     lambda: cs.potrf_bufferSize(t, ctx.solver, uplo, n, p0, lda))
+            work = ctx.scratch.get(lwork * dt.itemsize, ctx.stream).data_ptr()
+            for b in range(batch):
+                cs.potrf(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
+    else:
+        ptrs = _pointers(p0, step, batch, a.device)
+        with ctx.cupy_stream():
+            cs.potrfBatched(dt.prefix, ctx.solver, uplo, n, ptrs.data_ptr(), lda, i0, batch)
+    out = w.mT
     (out.triu_() if upper else out.tril_())
     return out, info
 
 
+def _solve(c: torch.Tensor, x: torch.Tensor, upper: bool, api: str):
+    """Xpotrs / potrs / potrsBatched of the column-major right-hand sides ``x`` (..., k, n),
+    in place, with the factor ``c`` (..., n, n); returns ``(X, info)``."""
+    dt = _dtype(c.dtype)
+    n, k = c.shape[-1], x.shape[-2]
+    if api == "batched" and k != 1:
+        raise ValueError(f"cusolverDn{dt.prefix.upper()}potrsBatched supports nrhs = 1 only, "
+                         f"got nrhs = {k}")
+    if api not in APIS:
+        raise ValueError(f"api must be one of {APIS}, got {api!r}")
+    wc, uplo, ld = work_copy(c), _UPLO[bool(upper)], n
+    batch = c.numel() // (n * n)
+    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    ctx = bound(c.get_device())
+    pc, sc, isz = wc.data_ptr(), n * n * dt.itemsize, dt.itemsize
+    px, sx, i0 = x.data_ptr(), n * k * isz, info.data_ptr()
+    if api == "X":
+        cdt = dt.cuda_data_type
+        for i in range(batch):
+            cs.Xpotrs(ctx.solver, ctx.params, uplo, n, k, cdt, pc + i * sc, ld, cdt, px + i * sx,
+                      ld, i0 + 4 * i)
+    elif api == "legacy":
+        t = dt.prefix
+        with ctx.cupy_stream():
+            for i in range(batch):
+                cs.potrs(t, ctx.solver, uplo, n, k, pc + i * sc, ld, px + i * sx, ld, i0 + 4 * i)
+    else:
+        pa, pb = _pointers(pc, sc, batch, c.device), _pointers(px, sx, batch, c.device)
+        with ctx.cupy_stream():
+            cs.potrsBatched(dt.prefix, ctx.solver, uplo, n, k, pa.data_ptr(), ld, pb.data_ptr(), ld,
+                            i0, batch)
+    return x.mT, info
+
+
+@on_tensor_device
 def potrs(c: torch.Tensor, b: torch.Tensor, upper: bool, api: str = "X"):
     """Solve A X = B from A's factor ``c`` (..., n, n); ``b`` (..., n, k), same batch shape.
 
@@ -162,71 +290,65 @@ def potrs(c: torch.Tensor, b: torch.Tensor, upper: bool, api: str = "X"):
     (cuSOLVER accepts nrhs = 1 only). Returns ``(X, info)``; cuSOLVER's potrs
     ``info`` reports illegal arguments only, never a singular factor.
     """
-    dt = dtype_info(c.dtype)
-    n, k, t, cdt = c.shape[-1], b.shape[-1], dt.prefix, dt.cuda_data_type
-    wc, x, uplo, ld = colmajor(c), colmajor(b), fill_mode(upper), max(1, c.shape[-1])
-    info = _info(wc)
-    with on_device(c.device) as ctx:
-        if api == "X":
-            for i in range(wc.shape[0]):
-                cs.Xpotrs(ctx.solver, ctx.params, uplo, n, k, cdt, _ptr(wc, i), ld, cdt, _ptr(x, i),
-                          ld, _ptr(info, i))
-        elif api == "legacy":
-            for i in range(wc.shape[0]):
-                cs.potrs(t, ctx.solver, uplo, n, k, _ptr(wc, i), ld, _ptr(x, i), ld, _ptr(info, i))
-        elif api == "batched":
-            if k != 1:
-                raise ValueError(f"cusolverDn{t.upper()}potrsBatched supports nrhs = 1 only, got nrhs = {k}")
-            pa, pb = pointer_array(wc), pointer_array(x)
-            cs.potrsBatched(t, ctx.solver, uplo, n, k, pa.data_ptr(), ld, pb.data_ptr(), ld,
-                            info.data_ptr(), wc.shape[0])
-        else:
-            raise ValueError(f"api must be one of {APIS}, got {api!r}")
-    return matrices(x, b.shape[:-2]), info
+    if api == "batched" and b.shape[-1] != 1:
+        raise ValueError(f"cusolverDn{_dtype(c.dtype).prefix.upper()}potrsBatched supports "
+                         f"nrhs = 1 only, got nrhs = {b.shape[-1]}")
+    return _solve(c, work_copy(b), upper, api)
 
 
+@on_tensor_device
 def potrs_identity(c: torch.Tensor, upper: bool, api: str = "X"):
     """Inverse from the factor by potrs on an identity right-hand side (torch's CUDA
     ``cholesky_inverse``, cuSOLVER path). Not exactly Hermitian; returns ``(Ainv, info)``."""
-    n = c.shape[-1]
-    eye = torch.eye(n, dtype=c.dtype, device=c.device).expand(c.shape)
-    return potrs(c, eye, upper, api)
+    return _solve(c, _identity(c), upper, api)
 
 
+@on_tensor_device
 def potri(c: torch.Tensor, upper: bool):
     """``cusolverDn<t>potri`` per matrix, then the full Hermitian inverse from its triangle."""
-    dt = dtype_info(c.dtype)
+    dt = _dtype(c.dtype)
     n, t = c.shape[-1], dt.prefix
-    w, uplo, lda = colmajor(c), fill_mode(upper), max(1, c.shape[-1])
-    info = _info(w)
-    with on_device(c.device) as ctx:
-        lwork = cs.potri_bufferSize(t, ctx.solver, uplo, n, w.data_ptr(), lda)
-        work = ctx.workspace(lwork * dt.itemsize)
-        for b in range(w.shape[0]):
-            cs.potri(t, ctx.solver, uplo, n, _ptr(w, b), lda, work.data_ptr(), lwork, _ptr(info, b))
-    return hermitian_from_triangle(matrices(w, c.shape[:-2]), upper), info
+    w, uplo, lda = work_copy(c), _UPLO[bool(upper)], n
+    batch = c.numel() // (n * n)
+    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    ctx = bound(c.get_device())
+    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    lwork = ctx.sizes.get_or(size_key("potri", t, uplo, n, lda),
+                             lambda: cs.potri_bufferSize(t, ctx.solver, uplo, n, p0, lda))
+    work = ctx.scratch.get(lwork * dt.itemsize, ctx.stream).data_ptr()
+    for b in range(batch):
+        cs.potri(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
+    return hermitian_from_triangle(w.mT, upper), info
 
 
+@on_tensor_device
 def trtri(c: torch.Tensor, upper: bool, unit_diagonal: bool = False):
     """``cusolverDnXtrtri`` per matrix: inverse of the ``upper`` / lower triangle (other zeroed)."""
-    dt = dtype_info(c.dtype)
+    dt = _dtype(c.dtype)
     n, cdt = c.shape[-1], dt.cuda_data_type
-    w, uplo, lda = colmajor(c), fill_mode(upper), max(1, c.shape[-1])
+    w, uplo, lda = work_copy(c), _UPLO[bool(upper)], n
     diag = cs.UNIT if unit_diagonal else cs.NON_UNIT
-    info = _info(w)
-    with on_device(c.device) as ctx:
-        dbytes, hbytes = cs.Xtrtri_bufferSize(ctx.solver, uplo, diag, n, cdt, w.data_ptr(), lda)
-        work, host = ctx.workspace(dbytes), np.empty(max(hbytes, 1), dtype=np.uint8)
-        for b in range(w.shape[0]):
-            cs.Xtrtri(ctx.solver, uplo, diag, n, cdt, _ptr(w, b), lda, work.data_ptr(), dbytes,
-                      host.ctypes.data if hbytes else 0, hbytes, _ptr(info, b))
-    out = matrices(w, c.shape[:-2])
+    batch = c.numel() // (n * n)
+    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    ctx = bound(c.get_device())
+    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    dbytes, hbytes = ctx.sizes.get_or(
+        size_key("Xtrtri", cdt, uplo, n, lda, diag),
+        lambda: cs.Xtrtri_bufferSize(ctx.solver, uplo, diag, n, cdt, p0, lda))
+    work = ctx.scratch.get(dbytes, ctx.stream).data_ptr()
+    host = np.empty(hbytes, dtype=np.uint8) if hbytes else None
+    hptr = host.ctypes.data if hbytes else 0
+    for b in range(batch):
+        cs.Xtrtri(ctx.solver, uplo, diag, n, cdt, p0 + b * step, lda, work, dbytes, hptr, hbytes,
+                  i0 + 4 * b)
+    out = w.mT
     out = out.triu_() if upper else out.tril_()
     if unit_diagonal:  # the diagonal is not referenced (LAPACK semantics): the inverse's is 1
         out.diagonal(dim1=-2, dim2=-1).fill_(1)
     return out, info
 
 
+@on_tensor_device
 def trsm_identity_inverse(c: torch.Tensor, upper: bool, batched: bool):
     """Inverse from the factor by two cuBLAS triangular solves on the identity.
 
@@ -234,32 +356,41 @@ def trsm_identity_inverse(c: torch.Tensor, upper: bool, batched: bool):
     ``X = L⁻ᴴ (L⁻¹ I)`` (lower) or ``U⁻¹ (U⁻ᴴ I)`` (upper), through a loop of
     ``cublas<t>trsm`` (``batched=False``) or one ``cublas<t>trsmBatched`` per solve.
     """
-    n = c.shape[-1]
-    eye = torch.eye(n, dtype=c.dtype, device=c.device).expand(c.shape)
-    return trsm_solve(c, eye, upper, batched)
+    return _trsm(c, _identity(c), upper, batched)
 
 
+@on_tensor_device
 def trsm_solve(c: torch.Tensor, b: torch.Tensor, upper: bool, batched: bool):
     """Solve A X = B with A = L Lᴴ (or Uᴴ U) by two cuBLAS ``trsm`` (left side) calls per matrix."""
-    dt = dtype_info(c.dtype)
-    n, k, t = c.shape[-1], b.shape[-1], dt.prefix
-    wc, x, ld = colmajor(c), colmajor(b), max(1, c.shape[-1])
-    uplo = fill_mode(upper)
-    # lower: L Y = B, then Lᴴ X = Y; upper: Uᴴ Y = B, then U X = Y
-    ops = tuple(operation(o, dt.is_complex) for o in (("C", "N") if upper else ("N", "C")))
-    one = cb.scalar(t, 1.0)
-    with on_device(c.device) as ctx:
-        if batched:
-            pa, pb = pointer_array(wc), pointer_array(x)
+    return _trsm(c, work_copy(b), upper, batched)
+
+
+def _trsm(c: torch.Tensor, x: torch.Tensor, upper: bool, batched: bool):
+    """Two left-side trsm solves of the column-major right-hand sides ``x`` (..., k, n), in place."""
+    dt = _dtype(c.dtype)
+    n, k, t = c.shape[-1], x.shape[-2], dt.prefix
+    wc, ld, uplo = work_copy(c), n, _UPLO[bool(upper)]
+    ops = _trsm_ops(dt.is_complex, bool(upper))
+    one = _one(t)
+    batch = c.numel() // (n * n)
+    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    ctx = bound(c.get_device())
+    pc, sc = wc.data_ptr(), n * n * dt.itemsize
+    px, sx = x.data_ptr(), n * k * dt.itemsize
+    if batched:
+        pa, pb = _pointers(pc, sc, batch, c.device), _pointers(px, sx, batch, c.device)
+        a_arr, b_arr = pa.data_ptr(), pb.data_ptr()
+        with ctx.cupy_stream():
             for op in ops:
-                cb.trsmBatched(t, ctx.blas, cb.LEFT, uplo, op, cb.NON_UNIT, n, k, one.ctypes.data,
-                               pa.data_ptr(), ld, pb.data_ptr(), ld, wc.shape[0])
-        else:
-            for i in range(wc.shape[0]):
+                cb.trsmBatched(t, ctx.blas, cb.LEFT, uplo, op, cb.NON_UNIT, n, k, one, a_arr, ld,
+                               b_arr, ld, batch)
+    else:
+        with ctx.cupy_stream():
+            for i in range(batch):
                 for op in ops:
-                    cb.trsm(t, ctx.blas, cb.LEFT, uplo, op, cb.NON_UNIT, n, k, one.ctypes.data,
-                            _ptr(wc, i), ld, _ptr(x, i), ld)
-    return matrices(x, b.shape[:-2]), _info(wc)
+                    cb.trsm(t, ctx.blas, cb.LEFT, uplo, op, cb.NON_UNIT, n, k, one, pc + i * sc, ld,
+                            px + i * sx, ld)
+    return x.mT, info
 
 
 def potrf_trsm_batched(A: torch.Tensor, upper: bool = False):
@@ -291,14 +422,18 @@ def potrf_trsm_batched(A: torch.Tensor, upper: bool = False):
 # --------------------------------------------------------------------------- cheap checks
 # One kernel per call reduces, for each matrix of a batch, what the checks need to one small
 # record on the device: the first exact zero on the factor's diagonal, whether the factor's
-# triangle or the result holds a non-finite value, and the routine's own info. The host then
-# copies batch x 3 int32 (one synchronization, as torch's checks do). Hand-written because no
-# library reduction gives all three in one pass; torch ops would take 6-8 launches a call.
+# triangle or the result holds a non-finite value, and the routine's own info. Hand-written
+# because no library reduction gives all three in one pass; torch ops would take 6-8 launches a
+# call. For the checked entry point (:func:`inverse_check`) the last block to finish also folds
+# the whole batch into one "anything to report" word, stored straight into host-mapped pinned
+# memory, so the common case costs one launch and one stream synchronization and copies
+# nothing; the (batch, 3) record is copied to the host only when there is something to report.
 _STATUS_SRC = r"""
 template<typename R, int NC>
 __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long long lc,
                                     const R* X, long long xb, long long xr, long long xc,
-                                    int n, int upper, const int* info, int* acc)
+                                    int n, int upper, const int* info, int* acc,
+                                    unsigned long long* counter, int* summary)
 {
     const long long b = blockIdx.x;
     const long long nn = (long long)n * n;
@@ -319,6 +454,7 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
         if (!isfinite(q[0]) || (NC == 2 && !isfinite(q[1]))) badX = 1;
     }
     __shared__ int s_zero;
+    __shared__ int s_last;
     if (threadIdx.x == 0) s_zero = 0;
     __syncthreads();
     if (zero) atomicMax(&s_zero, zero);
@@ -334,51 +470,153 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
             if (flags) atomicOr(&acc[3 * b + 1], flags);
         }
         if (blockIdx.y == 0) acc[3 * b + 2] = info ? info[b] : 0;
+        if (summary) {  // this block's record is visible device-wide before it takes a ticket
+            __threadfence();
+            unsigned long long total = (unsigned long long)gridDim.x * gridDim.y;
+            s_last = (atomicAdd(counter, 1ULL) == total - 1ULL);
+        }
+    }
+    if (!summary) return;
+    __syncthreads();
+    if (!s_last) return;
+    // the last block of the launch: one word for the whole batch, into host-mapped memory
+    const volatile int* v = acc;
+    const long long m = 3LL * gridDim.x;
+    int any = 0;
+    for (long long k = threadIdx.x; k < m; k += blockDim.x) any |= (v[k] != 0);
+    any = __syncthreads_or(any);
+    if (threadIdx.x == 0) {
+        *(volatile int*)summary = any;
+        *counter = 0ULL;  // ready for the next launch (the caller synchronizes before reusing it)
     }
 }
 #define STATUS(NAME, R, NC) extern "C" __global__ void NAME(                               \
     const R* L, long long lb, long long lr, long long lc,                                  \
     const R* X, long long xb, long long xr, long long xc,                                  \
-    int n, int upper, const int* info, int* acc)                                           \
-    { inverse_status_impl<R, NC>(L, lb, lr, lc, X, xb, xr, xc, n, upper, info, acc); }
+    int n, int upper, const int* info, int* acc,                                           \
+    unsigned long long* counter, int* summary)                                             \
+    { inverse_status_impl<R, NC>(L, lb, lr, lc, X, xb, xr, xc, n, upper, info, acc,        \
+                                 counter, summary); }
 STATUS(status_s, float, 1)
 STATUS(status_d, double, 1)
 STATUS(status_c, float, 2)
 STATUS(status_z, double, 2)
 """
-_STATUS_FN: dict = {}      # (device index, type letter) -> compiled kernel
-_STATUS_STREAM: dict = {}  # (device index, torch stream pointer) -> CuPy view of that stream
+_STATUS_MOD: dict = {}     # device index -> CuPy RawModule of _STATUS_SRC
+_STATUS_FN: dict = {}      # (device index, type letter) -> CuPy Function (launches with stream=)
 _THREADS = 256
 _PER_THREAD = 16           # elements per thread before a matrix gets a second block
+_HOST_ALLOC_PORTABLE_MAPPED = 1 | 2  # cudaHostAllocPortable | cudaHostAllocMapped
 
 
-def _status_launch(idx: int, prefix: str, grid, args) -> None:
-    """Launch the check kernel on torch's current stream of device ``idx`` with as little
-    host work as the launch allows (the check is timed inside every checked call):
-    compiled function and stream view cached, no handle binding."""
-    cp = _load.cupy()
-    stream = torch.cuda.current_stream(idx)
-    key = (idx, stream.cuda_stream)
-    st = _STATUS_STREAM.get(key)
-    if st is None:
-        st = _STATUS_STREAM[key] = cupy_stream(cp, stream, idx)
+def status_grid(batch: int, n: int) -> tuple:
+    """The check kernel's grid: one block per matrix, more along y for large matrices
+    (``_PER_THREAD`` elements per thread), at most 65535.
+
+    Examples
+    --------
+    >>> status_grid(1000, 32), status_grid(1, 4096)
+    ((1000, 1), (1, 4096))
+    """
+    return batch, max(1, min(65535, -(-n * n // (_THREADS * _PER_THREAD))))
+
+
+def _status_function(idx: int, prefix: str):
+    """The compiled check kernel for device ``idx`` (current) and type ``prefix``, cached."""
     fn = _STATUS_FN.get((idx, prefix))
     if fn is None:
-        with cp.cuda.Device(idx):
-            fn = _STATUS_FN[idx, prefix] = cp.RawModule(code=_STATUS_SRC).get_function(
-                f"status_{prefix}")
-    if torch.cuda.current_device() != idx:
-        with torch.cuda.device(idx), cp.cuda.Device(idx), st:
-            fn(grid, (_THREADS,), args)
-    else:
-        with st:
-            fn(grid, (_THREADS,), args)
+        mod = _STATUS_MOD.get(idx)
+        if mod is None:
+            mod = _STATUS_MOD[idx] = _load.cupy().RawModule(code=_STATUS_SRC)
+        kernel = mod.get_function(f"status_{prefix}")
+        # the per-device Function behind CuPy's RawKernel: its call takes stream= directly
+        fn = _STATUS_FN[idx, prefix] = getattr(kernel, "kernel", kernel)
+    return fn
 
 
-def _batched_view(x: torch.Tensor) -> torch.Tensor:
-    return x.reshape(-1, x.shape[-2], x.shape[-1])
+class CheckState:
+    """What the checked entry point keeps per (thread, device): the kernel's ticket counter
+    (8 bytes of device memory from torch's allocator, reset by the kernel itself) and one
+    int32 of host-mapped pinned memory for the summary word (``word`` is a NumPy view of it;
+    None where the driver gives no device-accessible mapping at the same address, and
+    :func:`inverse_check` then copies the record instead)."""
+
+    def __init__(self, device):
+        self.counter = torch.zeros(1, dtype=torch.int64, device=device)
+        self.word_ptr, self.word = 0, None
+        rt = _load.cupy().cuda.runtime
+        try:
+            ptr = rt.hostAlloc(4, _HOST_ALLOC_PORTABLE_MAPPED)
+        except Exception:  # no mapped pinned memory here: inverse_check copies the record
+            return
+        try:
+            attrs = rt.pointerGetAttributes(ptr)
+            same = attrs.devicePointer == ptr  # unified addressing: one address for both sides
+        except Exception:  # no attributes: do not trust the mapping
+            same = False
+        if not same:
+            rt.freeHost(ptr)
+            return
+        self.word_ptr = ptr
+        self.word = np.ctypeslib.as_array((ctypes.c_int32 * 1).from_address(ptr))
+
+    def close(self) -> None:
+        ptr, self.word_ptr, self.word = self.word_ptr, 0, None
+        if ptr:
+            _load.cupy().cuda.runtime.freeHost(ptr)
 
 
+def _strided(x: torch.Tensor, n: int, nc: int):
+    """``(pointer, batch stride, row stride, column stride)`` of ``x`` (..., n, n) in real
+    elements (``nc`` = 2 for complex); batch dimensions that do not merge are copied."""
+    if x.dim() == 2:
+        r, c = x.stride()
+        return x.data_ptr(), 0, r * nc, c * nc
+    if x.dim() != 3:
+        x = x.reshape(-1, n, n)
+    b, r, c = x.stride()
+    return x.data_ptr(), b * nc, r * nc, c * nc
+
+
+def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
+    """Launch the check kernel on torch's current stream of L's device (current):
+    ``(acc, state, stream pointer)``; ``state`` is None unless a summary word was asked for
+    and is available."""
+    dt = _dtype(L.dtype)
+    n = L.shape[-1]
+    batch = L.numel() // (n * n) if n else 0
+    if batch == 0 or n == 0:
+        return torch.zeros((batch, 3), dtype=torch.int32, device=L.device), None, 0
+    grid = status_grid(batch, n)
+    acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32,
+                                                         device=L.device)
+    nc = 2 if dt.is_complex else 1
+    if info is not None:
+        info = info.reshape(-1)
+        if not info.is_contiguous() or info.dtype != torch.int32:
+            info = info.to(torch.int32).contiguous()
+    idx = L.get_device()
+    stream = current_stream_ptr(idx)
+    state = None
+    if summary:
+        ctx = context(idx)
+        state = ctx.check_state
+        if state is None:
+            state = ctx.check_state = CheckState(L.device)
+        if state.word is None:
+            state = None
+        else:
+            state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
+    _status_function(idx, dt.prefix)(
+        grid, (_THREADS,),
+        (*_strided(L, n, nc), *_strided(X, n, nc), np.int32(n), np.int32(bool(upper)),
+         0 if info is None else info.data_ptr(), acc.data_ptr(),
+         0 if state is None else state.counter.data_ptr(), 0 if state is None else state.word_ptr),
+        stream=StreamRef(stream))
+    return acc, state, stream
+
+
+@on_tensor_device
 def inverse_status(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Tensor | None):
     """Per-matrix check record of an inverse ``X`` from the factor ``L`` (both (..., n, n),
     same CUDA device and batch): an int32 device tensor ``(batch, 3)`` holding
@@ -390,24 +628,32 @@ def inverse_status(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Te
     One kernel launch on torch's current stream (plus a memset when a matrix is large
     enough to need several blocks); no synchronization.
     """
-    dt = dtype_info(L.dtype)
-    Lb, Xb = _batched_view(L), _batched_view(X)
-    batch, n = Lb.shape[0], Lb.shape[-1]
-    if batch == 0 or n == 0:
-        return torch.zeros((batch, 3), dtype=torch.int32, device=L.device)
-    per = max(1, min(65535, -(-n * n // (_THREADS * _PER_THREAD))))
-    acc = (torch.empty if per == 1 else torch.zeros)((batch, 3), dtype=torch.int32, device=L.device)
-    nc = 2 if dt.is_complex else 1
-    if info is not None:
-        info = info.reshape(-1)
-        if not info.is_contiguous() or info.dtype != torch.int32:
-            info = info.to(torch.int32).contiguous()
-    idx = L.device.index if L.device.index is not None else torch.cuda.current_device()
-    _status_launch(idx, dt.prefix, (batch, per),
-                   (Lb.data_ptr(), *(s * nc for s in Lb.stride()), Xb.data_ptr(),
-                    *(s * nc for s in Xb.stride()), np.int32(n), np.int32(bool(upper)),
-                    0 if info is None else info.data_ptr(), acc.data_ptr()))
-    return acc
+    return _status(L, X, upper, info, summary=False)[0]
+
+
+@on_tensor_device
+def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Tensor | None):
+    """The checked entry point's check: the record of :func:`inverse_status` on the host, or
+    None when every entry of it is zero (nothing to report).
+
+    One kernel launch and one synchronization of torch's current stream; the kernel also
+    stores one "anything to report" word into host-mapped memory, so the common case copies
+    nothing, and the ``(batch, 3)`` record is copied only when there is something to report.
+    """
+    acc, state, stream = _status(L, X, upper, info, summary=True)
+    if state is None:  # no mapped word here: copy the record (synchronizes)
+        host = acc.cpu().numpy()
+        return host if host.any() else None
+    try:
+        _load.cupy().cuda.runtime.streamSynchronize(stream)
+    except BaseException:
+        # the launch may still be running: never share its counter and word with a later
+        # launch (its last-block test would be off); the next check makes fresh ones
+        context(L.get_device()).check_state = None
+        raise
+    if int(state.word[0]) == 0:
+        return None
+    return acc.cpu().numpy()
 
 
 def __getattr__(name):

@@ -10,11 +10,18 @@ TRSM_CALLS = ("cublas{T}trsm_v2 (L⁻¹)", "cublas{T}trsm_v2 (L⁻ᴴ)")
 TRSM_BATCHED_CALLS = ("cublas{T}trsmBatched (L⁻¹)", "cublas{T}trsmBatched (L⁻ᴴ)")
 
 
-def cuda():
-    """:mod:`cusolver_trace.backends.cuda`, imported on first use (it loads CuPy / nvmath)."""
-    from ..backends import cuda as backend
+_CUDA = None
 
-    return backend
+
+def cuda():
+    """:mod:`cusolver_trace.backends.cuda`, imported on first use (it loads CuPy / nvmath);
+    kept in a global after that, since every replay call asks for it."""
+    global _CUDA
+    if _CUDA is None:
+        from ..backends import cuda as backend
+
+        _CUDA = backend
+    return _CUDA
 
 
 def inverse_method(name: str, *, factor_first: bool = False) -> Method:

@@ -1,0 +1,111 @@
+"""GPU: the fused (cuSOLVERDx) kernels against torch — info per matrix, LAPACK ratios, both
+memory orders, a batch that is not a multiple of batches_per_block, the public entry points.
+
+Skipped (with the reason) without a GPU or without the ``cuda13-fused`` extra. The first run
+compiles each kernel (0.5-3 s each), later runs load them from the disk cache.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cusolver_trace as ct
+from cusolver_trace import checks, routines
+from cusolver_trace.matrices import spd
+
+pytestmark = pytest.mark.gpu
+
+fused = pytest.importorskip("cusolver_trace.backends.fused")
+if fused.available() is not None:  # pragma: no cover - depends on the machine
+    pytest.skip(f"fused method unavailable: {fused.available()}", allow_module_level=True)
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+BATCH = 37          # 37 = prime: a partly filled last block for every batches_per_block > 1
+
+
+def _bad(A):
+    """A copy of A whose members 5 and 36 (the last, in the tail block) are not positive
+    definite, at the minors n//2 + 1 and 1."""
+    n = A.shape[-1]
+    B = A.clone()
+    B[5, n // 2, n // 2] = -1
+    B[-1, 0, 0] = -1
+    return B
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [4, 16, 33])
+def test_potrf_info_and_factor_match_torch(dtype, upper, n):
+    A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda", seed=n)
+    bad = _bad(A)
+    ref, info_t = torch.linalg.cholesky_ex(bad, upper=upper)
+    pd = info_t == 0
+    for X in (bad, bad.mT.contiguous().mT):       # row- and column-major buffers
+        L, info = routines.potrf(X, upper, check=False, api="fused")
+        assert torch.equal(info.cpu(), info_t.cpu())
+        assert checks.pot01(A[pd], L[pd], upper) < 30
+        assert bool(((L.tril(-1) if upper else L.triu(1)) == 0).all())
+    with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
+        routines.potrf(bad, upper, api="fused")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [8, 32, 64])
+def test_cholesky_inverse_fused(dtype, upper, n):
+    A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda", seed=n)
+    L = torch.linalg.cholesky(A, upper=upper)             # column-major strides
+    for factor in (L, L.contiguous()):
+        X = ct.cholesky_inverse(factor, upper, method="fused")
+        assert checks.pot03(A, X, upper) < 30
+        assert factor.data_ptr() != X.data_ptr()
+    torch.testing.assert_close(X, torch.cholesky_inverse(L, upper=upper), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("nrhs", [1, 5, 16])
+def test_potrs_fused(dtype, nrhs):
+    n = 16
+    A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda")
+    L = torch.linalg.cholesky(A)
+    B = torch.randn(BATCH, n, nrhs, dtype=torch.float64, device="cuda").to(A.dtype)
+    for b in (B, B.mT.contiguous().mT):
+        X = routines.potrs(L, b, api="fused")
+        assert checks.pot02(A, X, b) < 30
+
+
+def test_potrf_inverse_one_kernel():
+    A = spd(12, batch=BATCH, cond=10.0, dtype="float64", device="cuda")
+    bad = _bad(A)
+    X, info = fused.potrf_inverse(bad, False)
+    _, info_t = torch.linalg.cholesky_ex(bad)
+    assert torch.equal(info.cpu(), info_t.cpu())
+    pd = info_t == 0
+    assert checks.pot03(A[pd], X[pd]) < 30
+
+
+def test_too_large_is_a_clear_error():
+    L = torch.eye(128, dtype=torch.complex128, device="cuda").expand(2, 128, 128)
+    with pytest.raises(ValueError, match="shared memory"):
+        ct.cholesky_inverse(L, method="fused")
+
+
+def test_runs_on_torch_current_stream():
+    A = spd(8, batch=BATCH, dtype="float64", device="cuda")
+    L = torch.linalg.cholesky(A)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        X = ct.cholesky_inverse(L, method="fused", check=False)
+    s.synchronize()
+    assert checks.pot03(A, X) < 30
+
+
+def test_kernel_is_cached_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUSOLVER_TRACE_CACHE", str(tmp_path))
+    key = fused.make_key("inverse", 6, 6, "float32", False, "row_major", "row_major", (9, 0),
+                         batches_per_block=4, block=(32,))
+    cubin, meta = fused.compile_kernel(key)
+    digest = fused.cache_key(key, fused.versions())
+    fused.DiskCache().store(digest, cubin, meta)
+    assert fused.DiskCache().load(digest)[0] == cubin

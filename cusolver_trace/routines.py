@@ -513,6 +513,28 @@ def _cu(name, *args, **kw):
     return run
 
 
+def _cu_plans(name, *args, **kw):
+    """A method of the CUDA plan executor (:mod:`cusolver_trace.backends.cuda_plans`)."""
+    def run(c, upper):
+        from .backends import cuda_plans
+
+        return getattr(cuda_plans, name)(c, upper, *args, **kw)
+    return run
+
+
+def _reference_inverse_plan(c, upper):
+    """CPU implementation of ``gemm_lauum``: the same two-buffer plan
+    (:func:`cusolver_trace.plans.inverse_plan`), run with torch ops in its sequential order
+    (for checking the plan, not speed)."""
+    import torch
+
+    from .plans import inverse_plan, run_inverse_reference
+
+    x = torch.from_numpy(np.array(c, dtype=c.dtype.newbyteorder("="), order="C", copy=True))
+    plan = inverse_plan(c.shape[-1], upper, dtype=c.dtype)
+    return run_inverse_reference(plan, x).numpy(), None
+
+
 INVERSE_METHODS: dict[str, InverseMethod] = {m.name: m for m in (
     InverseMethod("potrs", "cusolverDnXpotrs on the identity (torch's CUDA path for batch 1)",
                   _cu("potrs_identity", "X"), _cpu.potrs_identity, "inverse_potrs",
@@ -527,17 +549,26 @@ INVERSE_METHODS: dict[str, InverseMethod] = {m.name: m for m in (
                   "cublas{T}trsmBatched"),
     InverseMethod("trtri_lauum", "cusolverDnXtrtri, then a recursive blocked lauum "
                   "(syrk/herk, trmm, gemm; cusolverDn<t>lauum on diagonal blocks)",
-                  _cu("trtri_lauum", recursive=False), _reference_plans(False), "potri",
+                  _cu_plans("trtri_lauum", recursive=False), _reference_plans(False), "potri",
                   "cusolverDnXtrtri", "trtri_lauum plan (torch reference executor)"),
     InverseMethod("rec_trtri_lauum", "recursive trtri (cublas<t>trmm; trsm on diagonal blocks), "
                   "then the recursive blocked lauum",
-                  _cu("trtri_lauum", recursive=True), _reference_plans(True), "potri",
+                  _cu_plans("trtri_lauum", recursive=True), _reference_plans(True), "potri",
                   "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)",
                   "rec_trtri_lauum plan (torch reference executor)"),
     InverseMethod("fused", "one cuSOLVERDx kernel for the whole batch: potrs on an identity "
                   "built in shared memory (small n; the cuda13-fused extra)",
                   lambda c, upper: _fused().cholesky_inverse(c, upper), None, "inverse_potrs",
                   "cuSOLVERDx potrs (fused kernel)"),
+    InverseMethod("gemm_lauum", "recursive trtri into an identity buffer (cublas<t>trsm "
+                  "blocks, trmm/gemm), then the lauum as one gemm per block row, on 2 streams",
+                  _cu_plans("gemm_lauum"), _reference_inverse_plan, "potri",
+                  "gemm_lauum plan (cublas{T}trsm, cublas{T}trmm, cublas{T}gemm)",
+                  "gemm_lauum plan (torch reference executor)"),
+    InverseMethod("gemm_lauum_emu", "gemm_lauum with cuBLAS FP64 fixed-point emulation "
+                  "(CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH, EAGER; opt-in, GPU only)",
+                  _cu_plans("gemm_lauum", emulate=True), None, "potri",
+                  "gemm_lauum plan, FP64 emulation (cublas{T}trsm, cublas{T}trmm, cublas{T}gemm)"),
     InverseMethod("torch", "torch.cholesky_inverse itself (what auto falls back to)",
                   _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
                   "torch.cholesky_inverse", "potri"),

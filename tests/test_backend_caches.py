@@ -165,7 +165,8 @@ def test_host_scalar_one_is_stable():
                      ("z", np.complex128)):
         p = cuda._one(t)
         assert cuda._one(t) == p
-        assert cuda._ONE[t].dtype == dtype and cuda._ONE[t][0] == 1
+        arr, ptr = cuda._ONE[t]
+        assert ptr == p == arr.ctypes.data and arr.dtype == dtype and arr[0] == 1
 
 
 def test_dtype_facts_cached_per_torch_dtype():

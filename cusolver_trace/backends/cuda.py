@@ -3,8 +3,8 @@
 The only place (with :mod:`._context`) that imports :mod:`cusolver_trace.raw`.
 
 Inputs are validated, non-empty torch CUDA tensors. Each routine makes a
-batched column-major working copy (torch's layout: a contiguous ``(batch, c, r)``
-buffer whose ``.mT`` is the ``(batch, r, c)`` matrix), runs the raw calls on
+column-major working copy (torch's layout: a contiguous ``(..., c, r)`` buffer
+whose ``.mT`` is the ``(..., r, c)`` matrix), runs the raw calls on
 torch's current stream, and returns ``(result, info)`` with ``info`` an
 ``int32`` device tensor of shape ``(batch,)``; nothing is synchronized and
 ``info`` is not inspected here (see :mod:`cusolver_trace.routines`).
@@ -99,7 +99,7 @@ def library_versions(device) -> dict:
 # b·step). Working copies are one ``clone`` each; the identity right-hand side is built in place.
 _DT: dict = {}                                   # torch dtype -> DtypeInfo
 _UPLO = (cb.LOWER, cb.UPPER)                     # indexed by the upper flag
-_ONE: dict = {}                                  # type letter -> host scalar 1 (kept alive)
+_ONE: dict = {}                                  # type letter -> (host scalar 1, its address)
 _TRSM_OPS: dict = {}                             # (is_complex, upper) -> the two trsm operations
 
 
@@ -111,10 +111,12 @@ def _dtype(dtype):
 
 
 def _one(t: str) -> int:
+    """Host pointer to the scalar 1 of type ``t`` (``alpha`` of the trsm solves)."""
     s = _ONE.get(t)
     if s is None:
-        s = _ONE[t] = cb.scalar(t, 1.0)
-    return s.ctypes.data
+        arr = cb.scalar(t, 1.0)
+        s = _ONE[t] = (arr, arr.ctypes.data)
+    return s[1]
 
 
 def _trsm_ops(is_complex: bool, upper: bool) -> tuple:
@@ -591,10 +593,9 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
     acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32,
                                                          device=L.device)
     nc = 2 if dt.is_complex else 1
-    if info is not None:
-        info = info.reshape(-1)
-        if not info.is_contiguous() or info.dtype != torch.int32:
-            info = info.to(torch.int32).contiguous()
+    if info is not None and (info.dim() != 1 or info.dtype != torch.int32
+                             or not info.is_contiguous()):
+        info = info.reshape(-1).to(torch.int32).contiguous()
     idx = L.get_device()
     stream = current_stream_ptr(idx)
     state = None

@@ -99,7 +99,7 @@ def test_fused_key_validation():
     assert k.chunks == 3 and k.threads == 64 and k.kernel_name == "fused_solve"
     assert k.shared_bytes == F.shared_bytes("solve", 16, 16, "float64", 2)
     for bad in (dict(op="getrf"), dict(dtype="float16"), dict(arr_a="C"), dict(bpb=0),
-                dict(kc=9), dict(kc=0)):
+                dict(kc=9), dict(kc=0), dict(bpb=33, block=(32, 1, 1))):
         with pytest.raises(ValueError):
             key(**bad)
     with pytest.raises(ValueError):

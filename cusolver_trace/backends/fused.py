@@ -270,6 +270,9 @@ class FusedKey:
                 raise ValueError(f"arrangement must be row_major or col_major, got {a!r}")
         if self.n < 1 or self.batches_per_block < 1:
             raise ValueError("n and batches_per_block must be >= 1")
+        if self.batches_per_block > math.prod(self.block):  # one thread writes each info
+            raise ValueError(f"batches_per_block {self.batches_per_block} exceeds the "
+                             f"{math.prod(self.block)} threads of a block")
         if self.op == "potrf" and (self.nrhs or self.kc):
             raise ValueError("potrf has no right-hand side")
         if self.op != "potrf" and not 1 <= self.kc <= self.nrhs:
@@ -824,13 +827,24 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
 
 
 def _stream(cp, torch, idx: int):
-    stream = torch.cuda.current_stream(idx)
-    st = _STREAMS.get((idx, stream.cuda_stream))
+    """CuPy's view of torch's current stream on device ``idx`` (cached per stream). The raw
+    pointer comes from ``torch._C._cuda_getCurrentRawStream`` (what ``torch.cuda.current_stream``
+    wraps, without building a Stream object: ~0.3 µs instead of ~2 µs per call)."""
+    global _raw_stream
+    if _raw_stream is None:
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    raw = _raw_stream(idx)
+    st = _STREAMS.get((idx, raw))
     if st is None:
         from ._context import cupy_stream
 
+        stream = torch.cuda.current_stream(idx)
         st = _STREAMS[idx, stream.cuda_stream] = cupy_stream(cp, stream, idx)
     return st
+
+
+_raw_stream = None   # private but long-standing torch call; the public one is the fallback
 
 
 def _operand(x):

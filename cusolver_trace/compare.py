@@ -766,8 +766,20 @@ def call_sequences(found: dict, path) -> CallSequences:
         reason = ("not a MISMATCH: the dispatch rule says the replay is not exact here"
                   + (f" ({path.note})" if path.note else ""))
     listed = [[c.label().strip() for c in flatten(t)[:CallSequences.MAX_LISTED]] for t in (tt, rt)]
-    return CallSequences(d.equal, exact, d.calls_a, d.calls_b,
-                         None if d.first is None else str(d.first), reason, *listed)
+    return CallSequences(d.equal, exact, d.calls_a, d.calls_b, _first_difference(d.first),
+                         reason, *listed)
+
+
+def _first_difference(first) -> str | None:
+    """One line naming torch's and the replay's calls (A = torch, B = the replay)."""
+    if first is None:
+        return None
+    if first.kind == "added":
+        return f"the replay's call {first.index_b + 1} is not in torch's: {first.b.label().strip()}"
+    if first.kind == "removed":
+        return f"torch's call {first.index_a + 1} is not in the replay's: {first.a.label().strip()}"
+    return (f"torch's call {first.index_a + 1} vs the replay's call {first.index_b + 1}: "
+            f"{'; '.join(first.fields)} (torch: {first.a.label().strip()})")
 
 
 def _time_split(ts: Side, rs: Side) -> TimeSplit:

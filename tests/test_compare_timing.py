@@ -112,6 +112,36 @@ def test_gpu_busy_sums_each_calls_kernels():
     assert got["replay"].samples_ms == [0.25, 0.0]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.just("mark"), st.integers(0, 1)),
+                          st.tuples(st.just("kernel"), st.floats(0.001, 50.0))), max_size=40))
+def test_property_gpu_busy_adds_up_every_kernel_after_the_first_marker(items):
+    seq, k = [], 0
+    for kind, v in items:
+        if kind == "mark":
+            seq.append(("mark", k, v))
+            k += 1
+        else:
+            seq.append(("kernel", v))
+    got = gpu_busy_from_events(_ev(seq), ["torch", "replay"])
+    kernels = [v for kind, v in items if kind == "kernel"]
+    first = next((i for i, (kind, _) in enumerate(items) if kind == "mark"), len(items))
+    after = sum(v for kind, v in items[first:] if kind == "kernel")
+    if not kernels:  # nothing ran on the GPU: unavailable, never zeros
+        assert all(isinstance(t, Unavailable) for t in got.values())
+        return
+    total = 0.0
+    for j, name in enumerate(["torch", "replay"]):
+        marks = sum(1 for kind, v in items if kind == "mark" and v == j)
+        t = got[name]
+        if marks == 0:
+            assert isinstance(t, Unavailable)
+        else:
+            assert len(t.samples_ms) == marks and min(t.samples_ms) >= 0
+            total += sum(t.samples_ms)
+    assert total == pytest.approx(after, rel=1e-6, abs=1e-6)
+
+
 def test_gpu_busy_without_device_events_is_unavailable_not_zero():
     got = gpu_busy_from_events([("cpu", 0, 0, 0, "ct_api#0:s0")], ["torch", "replay"])
     assert all(isinstance(v, Unavailable) and "no GPU activity" in v.reason for v in got.values())
@@ -165,6 +195,17 @@ def test_cli_summary_has_the_three_times_and_the_split(capsys, tmp_path):
         assert col in text
     data = json.loads(out.read_text())
     assert all(d["schema"] == "cusolver-trace/comparison/3" for d in data)
+
+
+@pytest.mark.parametrize("bad", [["--trace-timeout", "0"], ["--trace-timeout", "-1"],
+                                 ["--trace-timeout", "nan"], ["--trace-timeout", "abc"],
+                                 ["--trace=yes"]])
+def test_cli_trace_flags_are_strict(bad, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--op", "cholesky", "--n", "4", "--device", "cpu", *bad])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip()
 
 
 # --------------------------------------------------------------------------- --trace

@@ -5,7 +5,7 @@ Layers (each imports only the ones below it in this list):
 1. ``cusolver_trace.raw``       raw cuSOLVER / cuBLAS bindings, 1:1 with the C API
 2. ``cusolver_trace.backends``  ``cuda`` (cuSOLVER / cuBLAS on torch's stream and allocator;
                                 the only importer of ``raw``) and ``cpu`` (scipy LAPACK)
-3. ``cusolver_trace.routines``  potrf / potrs / potri / trtri / cholesky_inverse: one public
+3. ``cusolver_trace.routines``  potrf / potrs / potri / trtri / cholesky_inverse / spd_inverse: one public
                                 entry point per operation, one method table (plans: ``plans``)
 4. ``cusolver_trace.ops``       the op registry: one module per torch op (torch call, inputs,
                                 dispatch rules per version, replay, check, flop count, methods)
@@ -30,8 +30,8 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-from .routines import (INVERSE_METHODS, cholesky_inverse, inverse_method, potrf, potri, potrs,
-                       trtri)
+from .routines import (INVERSE_METHODS, SPD_INVERSE_METHODS, cholesky_inverse, inverse_method,
+                       potrf, potri, potrs, spd_inverse, spd_inverse_method, trtri)
 
 # Imported eagerly (torch, numpy, scipy only — never CuPy or nvmath-python, which load on the
 # first GPU call): a lazy module ``__getattr__`` would be shadowed by the submodules of the
@@ -43,6 +43,7 @@ from .versions import versions  # noqa: E402
 
 __all__ = [
     "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "INVERSE_METHODS",
+    "spd_inverse", "spd_inverse_method", "SPD_INVERSE_METHODS",
     "compare", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
     "dtype_info", "SUPPORTED_DTYPES",
     "NotPositiveDefiniteError", "SingularFactorError", "NonFiniteError", "IllegalArgumentError",

@@ -48,6 +48,12 @@ BLOCKING = {"lauum_base": {"float32": 512, "float64": 16384, "complex64": 16384,
             "trtri_kernel": "trsm", "syrk_kernel": "syrk", "streams": 1,
             "gemm_lauum": {name: dict(_GEMM_LAUUM)
                            for name in ("float32", "float64", "complex64", "complex128")}}
+_BLOCKING_DEFAULTS = {k: (dict(v) if isinstance(v, dict) else v) for k, v in BLOCKING.items()}
+
+
+def _blocking(key):
+    """``BLOCKING[key]``, or its default when a caller replaced the table without it."""
+    return BLOCKING[key] if key in BLOCKING else _BLOCKING_DEFAULTS[key]
 
 
 
@@ -182,7 +188,7 @@ def lauum_plan(n: int, upper: bool = False, *, base: int | None = None, block: i
     ``offset`` places the block at (offset, offset). ``syrk_kernel="gemm"`` runs the base
     syrk/herk blocks as GEMM on the whole square block (writing the unused triangle too).
     """
-    base, block, syrk_base, trmm_base, syrk_kernel = (BLOCKING[k] if v is None else v for k, v in (
+    base, block, syrk_base, trmm_base, syrk_kernel = (_blocking(k) if v is None else v for k, v in (
         ("lauum_base", base), ("block", block), ("syrk_base", syrk_base),
         ("trmm_base", trmm_base), ("syrk_kernel", syrk_kernel)))
     if syrk_kernel not in ("syrk", "gemm"):
@@ -690,7 +696,7 @@ def transpose_call(c: Call, n: int) -> Call:
 
 def _gemm_lauum_params(dtype, overrides):
     name = dtype_info(dtype).name
-    p = dict(BLOCKING["gemm_lauum"][name])
+    p = dict(_blocking("gemm_lauum")[name])
     unknown = set(overrides) - set(p)
     if unknown:
         raise TypeError(f"unknown inverse_plan parameter(s): {', '.join(sorted(unknown))}")

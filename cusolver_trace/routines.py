@@ -1,4 +1,4 @@
-"""Array routines: ``potrf``, ``potrs``, ``potri``, ``trtri`` and ``cholesky_inverse``.
+"""Array routines: ``potrf``, ``potrs``, ``potri``, ``trtri``, ``cholesky_inverse`` and ``spd_inverse``.
 
 One public entry point per operation. Every routine takes torch tensors (CUDA →
 cuSOLVER / cuBLAS on the tensor's own device and torch's current stream, no host
@@ -40,7 +40,8 @@ from .errors import (IllegalArgumentError, NonFiniteError, NotPositiveDefiniteEr
 
 __all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "default_device",
            "resolve_method", "raise_for_info", "INVERSE_METHODS", "InverseMethod",
-           "AUTO_TABLE", "AutoRule", "METHOD_NAMES"]
+           "AUTO_TABLE", "AutoRule", "METHOD_NAMES", "spd_inverse", "spd_inverse_method",
+           "resolve_spd_method", "SPD_INVERSE_METHODS"]
 
 
 def _cuda():
@@ -807,3 +808,190 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
     if acc is not None:
         _raise_for_status(m.routine_name(c.dtype.name, c.on_gpu), acc, n, batch_shape, upper)
     return wrap(x, c)
+
+
+# --------------------------------------------------------------------------- A → A⁻¹
+SPD_INVERSE_METHODS = ("potrf_trsm_batched", "torch",
+                       *(m for m in INVERSE_METHODS if m != "torch"), "auto")
+"""Every ``method=`` value :func:`spd_inverse` accepts: ``"potrf_trsm_batched"`` (fused, GPU
+only), ``"torch"`` (torch's two calls), a :data:`INVERSE_METHODS` key (potrf, then that
+``cholesky_inverse`` method) or ``"auto"``."""
+
+
+def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
+                       device="cuda") -> str:
+    """What :func:`spd_inverse` runs for ``method``: ``"potrf_trsm_batched"``, ``"torch"``,
+    or the :data:`INVERSE_METHODS` key run after potrf (``"auto"``: potrf, then the
+    ``cholesky_inverse`` method :data:`AUTO_TABLE` picks for the factor; not yet measured
+    end to end, so no rule of its own).
+
+    Examples
+    --------
+    >>> resolve_spd_method("auto", 16384, 1, "float64", "cuda")
+    'rec_trtri_lauum'
+    >>> resolve_spd_method("potrf_trsm_batched", 8, 100)
+    'potrf_trsm_batched'
+    """
+    dev = str(device).split(":")[0]
+    if method not in SPD_INVERSE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(SPD_INVERSE_METHODS)}, got {method!r}")
+    if method == "potrf_trsm_batched":
+        if dev != "cuda":
+            raise ValueError("method 'potrf_trsm_batched' runs cuSOLVER / cuBLAS and needs a "
+                             "CUDA input")
+        return method
+    if method == "torch":
+        return method
+    return resolve_method(method, n, batch, dtype, dev)
+
+
+def spd_inverse_method(A, method: str = "auto") -> str:
+    """The method :func:`spd_inverse` runs for ``A`` and ``method`` (``auto`` resolved).
+
+    Parameters
+    ----------
+    A : array (..., n, n)
+        Only its shape, dtype and device are used.
+    method : str
+        One of :data:`SPD_INVERSE_METHODS`.
+
+    Returns
+    -------
+    str
+        ``"potrf_trsm_batched"``, ``"torch"`` or the :data:`INVERSE_METHODS` key run after potrf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> spd_inverse_method(np.eye(3))
+    'potri'
+    """
+    a = operand(A, "A")
+    n = require_square(a, "A")
+    batch = int(np.prod(a.batch_shape, dtype=np.int64))
+    return resolve_spd_method(method, n, batch, a.dtype.name, "cuda" if a.on_gpu else "cpu")
+
+
+def _spd_torch(A, upper):
+    import torch
+
+    L, info = torch.linalg.cholesky_ex(A, upper=upper)
+    if A.is_cuda:
+        return L, info.to(torch.int32), torch.cholesky_inverse(L, upper=upper)
+    x, _ = _torch_cpu(L.numpy(), upper)
+    return L, info.to(torch.int32), torch.from_numpy(x)
+
+
+def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = True):
+    """Inverse of a Hermitian positive definite A through its Cholesky factorization.
+
+    The same as ``torch.cholesky_inverse(torch.linalg.cholesky(A, upper=upper),
+    upper=upper)``, as one operation with one check.
+
+    Parameters
+    ----------
+    A : array (..., n, n)
+        Hermitian positive definite; only the lower (``upper=False``) or upper triangle
+        is read. float32, float64, complex64, complex128; torch (CUDA or CPU), CuPy or
+        NumPy.
+    upper : bool
+        Factor the upper triangle (A = Uᴴ·U) instead of the lower (A = L·Lᴴ).
+    method : str
+        One of :data:`SPD_INVERSE_METHODS`:
+
+        * ``"auto"`` (default) — :func:`potrf` (torch's cuSOLVER choice), then the
+          :func:`cholesky_inverse` method that ``"auto"`` picks for the factor;
+        * a :data:`INVERSE_METHODS` key (``"potri"``, ``"rec_trtri_lauum"``,
+          ``"gemm_lauum"``, …) — :func:`potrf`, then that method;
+        * ``"potrf_trsm_batched"`` (GPU only) — one ``cusolverDn<t>potrfBatched`` and two
+          ``cublas<t>trsmBatched`` on the identity, one working buffer (small batched
+          matrices);
+        * ``"torch"`` — ``torch.linalg.cholesky_ex`` and ``torch.cholesky_inverse``.
+    check : bool
+        Raise when the factorization fails, when the factor has an exact zero on its
+        diagonal or non-finite entries, or when the result has non-finite entries: one
+        check kernel and one synchronization for the whole operation (potrf's ``info``
+        travels with the inverse's record). ``False``: nothing is inspected or
+        synchronized; where A is not positive definite the result is garbage.
+
+    Returns
+    -------
+    Ainv : array (..., n, n), same kind, dtype and device as A
+        Hermitian (the solve-based methods: up to rounding).
+
+    Raises
+    ------
+    NotPositiveDefiniteError
+        (``numpy.linalg.LinAlgError``) a leading minor is not positive definite, or a
+        pivot is not finite (``check=True``), naming the minor and the batch element as
+        :func:`potrf` does.
+    SingularFactorError, NonFiniteError
+        (``LinAlgError``) as :func:`cholesky_inverse` (``check=True``; e.g. an overflowing
+        inverse).
+    ValueError
+        Unknown method, a GPU-only method on a CPU input, A not square.
+    TypeError
+        Unsupported dtype or array type; ``upper`` / ``check`` not a bool.
+    GPUUnavailableError
+        A CUDA input, but CuPy / nvmath-python are missing.
+
+    Work (LAWN 41 real flops, complex ×4): potrf n³/3, plus the inverse's (2n³/3 for
+    potri and the trtri_lauum / gemm_lauum methods, 2n³ for the solve-based ones).
+
+    Examples
+    --------
+    >>> import numpy as np, cusolver_trace as ct
+    >>> ct.spd_inverse(np.array([[4.0, 2.0], [2.0, 2.0]]))
+    array([[ 0.5, -0.5],
+           [-0.5,  1. ]])
+    >>> ct.spd_inverse(np.array([[4.0, 2.0], [2.0, 2.0]]), method="gemm_lauum")
+    array([[ 0.5, -0.5],
+           [-0.5,  1. ]])
+    """
+    a = operand(A, "A")
+    upper, check = flag(upper, "upper"), flag(check, "check")
+    n = require_square(a, "A")
+    batch_shape = a.batch_shape
+    batch = int(np.prod(batch_shape, dtype=np.int64))
+    used = resolve_spd_method(method, n, batch, a.dtype.name, "cuda" if a.on_gpu else "cpu")
+    if n == 0 or batch == 0:
+        return _empty_result(a, a.shape, batch_shape)[0]
+    dt = a.dtype
+    if used == "torch":
+        import torch
+
+        data = a.data if a.on_gpu else torch.from_numpy(
+            np.array(as_numpy(a), dtype=dt.numpy, order="C", copy=True))
+        l, info, x = _spd_torch(data, upper)
+        proutine, iroutine = "torch.linalg.cholesky_ex", "torch.cholesky_inverse"
+        if not a.on_gpu:
+            l, info, x = l.numpy(), info.numpy(), x.numpy()
+    elif a.on_gpu:
+        if used == "potrf_trsm_batched":
+            from .backends import cuda_plans
+
+            x, l, info = cuda_plans.potrf_trsm_batched_factor(a.data, upper)
+            proutine = _routine(dt, "potrf", True, "batched")
+            iroutine = f"cublas{dt.prefix.upper()}trsmBatched"
+        else:
+            gapi = _gpu_api("auto", batch)
+            l, info = _cuda().potrf(a.data, upper, gapi)
+            m = INVERSE_METHODS[used]
+            x, _ = m.cuda(l, upper)
+            proutine, iroutine = _routine(dt, "potrf", True, gapi), m.routine_name(dt.name, True)
+    else:
+        l, info = _cpu.potrf(as_numpy(a), upper)
+        m = INVERSE_METHODS[used]
+        x, _ = m.cpu(l, upper)
+        proutine, iroutine = _routine(dt, "potrf", False), m.routine_name(dt.name, False)
+    if check:
+        info = _flag_nonfinite_pivots(l, info.reshape(batch_shape))
+        if a.on_gpu:  # potrf's info rides in the record's info column: one launch, one sync
+            acc = _cuda().inverse_check(l, x, upper, info.reshape(-1))
+        else:
+            acc = _cpu.inverse_status(l, x, upper, info)
+        if acc is not None:
+            acc = np.asarray(acc).reshape(-1, 3)
+            raise_for_info(proutine, acc[:, 2].reshape(batch_shape), batch_shape)
+            _raise_for_status(iroutine, acc, n, batch_shape, upper)
+    return wrap(x, a)

@@ -244,8 +244,9 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
     inv = trtri_plan(n, upper) if recursive else [Call("trtri", uplo, n, n, (0, 0))]
     mul = lauum_plan(n, upper, dtype=dt.name)
     plans = (inv, mul)
-    if BLOCKING["streams"] > 1:
-        plans = (schedule(inv + mul, BLOCKING["streams"]),)
+    streams = BLOCKING.get("streams", 1)
+    if streams > 1:
+        plans = (schedule(inv + mul, streams),)
     info = _info(w)
     with on_device(w.device) as ctx:
         run = plan_runner(ctx, dt, plans, w)

@@ -1,17 +1,16 @@
 """A → A⁻¹ through a Cholesky factorization, as ``torch.cholesky_inverse(torch.linalg.cholesky(A))``.
 
 Not one torch op, so it has no dispatch table of its own and no replay (``compare``
-refuses it); the sweep times torch's two calls against the fused
-``potrf_trsm_batched`` (one ``potrfBatched``, two ``trsmBatched`` on one buffer) and
-against :func:`cusolver_trace.routines.potrf` followed by each method of
-:func:`cusolver_trace.routines.cholesky_inverse`. Checked with ``?pot03``; LAWN 41
-count potrf + the inverse's.
+refuses it). One path: every sweep method runs the public entry point
+:func:`cusolver_trace.routines.spd_inverse` with its ``method`` (``potrf_trsm_batched``:
+one ``potrfBatched`` and two ``trsmBatched`` on one buffer; a ``cholesky_inverse`` method
+name: potrf, then that method; ``auto``), with the checks as asked, side by side with
+torch's two calls. Checked with ``?pot03``; LAWN 41 count potrf + the inverse's.
 """
 from __future__ import annotations
 
 from .. import checks, routines
 from . import TORCH, Method, Op, register
-from ._common import cuda, inverse_method
 
 
 def torch_call(inputs, upper):
@@ -21,8 +20,27 @@ def torch_call(inputs, upper):
     return torch.cholesky_inverse(L, upper=upper), None
 
 
-def _fused(op, inputs, upper, check):
-    return lambda: cuda().potrf_trsm_batched(inputs.x, upper)[0]
+def _method(name: str) -> Method:
+    """The sweep method running ``routines.spd_inverse(A, upper, method=name, check=...)``."""
+    def make(op, inputs, upper, check):
+        return lambda: routines.spd_inverse(inputs.x, upper, method=name, check=check)
+
+    def resolve(inputs):
+        return routines.spd_inverse_method(inputs.x, name)
+
+    def flops(inputs, on_gpu):
+        used = resolve(inputs)
+        if used == "potrf_trsm_batched":
+            return "inverse_potrs"
+        if used == "torch":
+            return "inverse_potrs" if on_gpu else "potri"
+        return routines.INVERSE_METHODS[used].flops_name(on_gpu)
+
+    gpu_only = name == "potrf_trsm_batched" or (
+        name in routines.INVERSE_METHODS and name != "torch"
+        and routines.INVERSE_METHODS[name].gpu_only)
+    return Method(name, make, gpu_only=gpu_only, checkable=True, flop_count=flops,
+                  resolve=resolve)
 
 
 OP = register(Op(
@@ -43,9 +61,8 @@ OP = register(Op(
     hermitian_result=True,
     methods={m.name: m for m in (
         TORCH,
-        Method("potrf_trsm_batched", _fused, gpu_only=True, flop_count=lambda i, g: "inverse_potrs"),
-        *(inverse_method(name, factor_first=True) for name in routines.METHOD_NAMES if name != "torch"),
+        *(_method(name) for name in routines.SPD_INVERSE_METHODS if name != "torch"),
     )},
-    default_methods={"cuda": ("torch", "potrf_trsm_batched", "rec_trtri_lauum"),
+    default_methods={"cuda": ("torch", "potrf_trsm_batched", "rec_trtri_lauum", "gemm_lauum"),
                      "cpu": ("torch", "potri")},
 ))

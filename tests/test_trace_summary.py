@@ -419,3 +419,29 @@ def test_gp_example_runs_tiny_on_the_cpu():
     bad = subprocess.run([PY, str(ROOT / "examples" / "trace_gp.py"), "--n", "0"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+@pytest.mark.parametrize("tail,status", [("", 0), ("sys.exit(5)", 5), ("sys.exit('bye')", 1),
+                                         ("raise RuntimeError('late')", 1)])
+def test_program_leaves_like_python_without_teardown(tmp_path, capsys, tail, status):
+    """The bootstrap ends a hooked program with os._exit (no interpreter teardown, where the
+    libraries' destructors would write through the Python stdout hook), but only after what
+    Python does at exit: non-daemon threads joined, atexit handlers run, streams flushed."""
+    prog = tmp_path / "leave.py"
+    prog.write_text(
+        "import atexit, sys, threading, time\n"
+        "atexit.register(lambda: print('atexit ran', flush=False))\n"
+        "def work():\n"
+        "    time.sleep(0.2)\n"
+        "    print('thread done')\n"
+        "threading.Thread(target=work).start()\n"
+        "print('main done', end='')\n"
+        + tail + "\n")
+    assert main(["--no-tree", "--", PY, str(prog)]) == status
+    out, err = capsys.readouterr()
+    assert "main done" in out and "thread done" in out and "atexit ran" in out
+    if tail == "sys.exit('bye')":
+        assert "bye" in err
+    if "RuntimeError" in tail:
+        assert "RuntimeError: late" in err

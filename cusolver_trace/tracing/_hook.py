@@ -155,12 +155,28 @@ def install_stdout_hook(fd: int = 1) -> StdoutHook | None:
     return hook
 
 
+def _annotation(e) -> bool:
+    """A ``gpu_user_annotation`` event (a ``record_function`` range such as
+    ``Optimizer.step#Adam.step`` on the GPU timeline): it spans kernels, it is not one."""
+    try:
+        if e.is_user_annotation():
+            return True
+    except Exception:
+        pass
+    try:
+        return "annotation" in str(e.activity_type()).lower()
+    except Exception:
+        return False
+
+
 def kineto_events(prof) -> list[tuple[str, int, int, int, str]]:
     """``(device, start_ns, duration_ns, correlation_id, name)`` for every event of a
     finished ``torch.profiler.profile`` (device ``"cpu"`` / ``"cuda"``), start order."""
     out = []
     for e in prof.profiler.kineto_results.events():
         dev = "cuda" if "CUDA" in str(e.device_type()) else "cpu"
+        if dev == "cuda" and _annotation(e):  # a record_function range, not a kernel
+            continue
         out.append((dev, int(e.start_ns()), int(e.duration_ns()), int(e.correlation_id()),
                     e.name()))
     out.sort(key=lambda r: r[1])

@@ -61,10 +61,26 @@ def _opt(e, method: str) -> int:
         return 0
 
 
+def _annotation(e) -> bool:
+    """A ``gpu_user_annotation`` (a ``record_function`` range such as ``Optimizer.step#Adam.step``
+    drawn on the GPU timeline): it spans kernels and is not one, so it must not be counted."""
+    try:
+        if e.is_user_annotation():
+            return True
+    except Exception:
+        pass
+    try:
+        return "annotation" in str(e.activity_type()).lower()
+    except Exception:
+        return False
+
+
 def _events(prof) -> list:
     out = []
     for e in prof.profiler.kineto_results.events():
         cuda = "CUDA" in str(e.device_type())
+        if cuda and _annotation(e):
+            continue
         name = e.name()
         if not cuda and not name.startswith(_KEEP_CPU_PREFIXES):
             continue
@@ -196,9 +212,22 @@ def main(hook, argv: list) -> None:
         except Exception:
             pass
     if failure is None:
+        _leave(hook, 0)
         return
-    if isinstance(failure, (SystemExit, KeyboardInterrupt)):
-        raise failure  # exit status / signal handling as Python's own
+    if isinstance(failure, SystemExit):
+        code = failure.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            try:
+                print(code, file=sys.stderr)  # as Python prints a non-integer exit code
+            except Exception:
+                pass
+            code = 1
+        _leave(hook, code)
+        raise failure
+    if isinstance(failure, KeyboardInterrupt):
+        raise failure  # signal handling as Python's own
     # the program's own error: its traceback without the bootstrap's frames, exit status 1
     tb = failure.__traceback__
     skip = (os.path.abspath(__file__), os.path.abspath(runpy.__file__))
@@ -210,4 +239,47 @@ def main(hook, argv: list) -> None:
         sys.stderr.flush()
     except Exception:
         pass
+    _leave(hook, 1)
     sys.exit(1)
+
+
+def _leave(hook, code: int) -> None:
+    """End the process as Python would — non-daemon threads joined, ``atexit`` handlers
+    run, Python and C streams flushed — but without interpreter teardown (``os._exit``).
+
+    Why: with the hook installed, C ``stdout`` is a ``fopencookie`` stream whose write
+    function is Python. The libraries still log during teardown (static destructors
+    destroying cuBLAS / cuSOLVER handles write ``cublasDestroy`` records), and a Python
+    callback entered after the interpreter is finalized crashes: on the H200 every traced
+    GPU program exited with SIGSEGV (status 139) after all its work had finished. The
+    API child of ``trace(fn)`` leaves through ``os._exit`` for the same reason. Without a
+    hook (nothing Python on C stdout) the normal exit is kept.
+    """
+    if hook is None:
+        return
+    import atexit
+    import threading
+
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and not t.daemon:
+            try:
+                t.join()
+            except Exception:
+                pass
+    try:
+        atexit._run_exitfuncs()  # the program's handlers, last registered first
+    except Exception:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)  # C stdio buffers (the loggers' stream is unbuffered)
+    except Exception:
+        pass
+    os._exit(int(code) & 0xFF)

@@ -21,7 +21,9 @@ names torch.profiler reported for torch 2.11.0+cu130 on an H200
   README lists ``trsv_ln_exec`` under cuSOLVER, but the API log of the same
   workload (``cholesky_solve`` nrhs=1, batch 1) shows ``cusolverDnXpotrs`` doing
   its work through two ``cublasDtrsm_v2_64`` calls with n=1 and nothing else, so
-  these are cuBLAS's trsm taking its single-column (trsv) path.
+  these are cuBLAS's trsm taking its single-column (trsv) path; on the H200 with
+  torch 2.11 they also appear as ``trsv_lt_exec_up`` / ``trsv_ln_exec_up`` (traced
+  GPyTorch fit, ``cublasDtrsm_v2`` with n = 1).
 
 Added from per-call attribution (:mod:`cusolver_trace.tracing._hook`: kernels
 launched *inside* a logged call) on the H200: inside ``cublasDtrsm_v2_64`` with
@@ -51,7 +53,7 @@ KERNEL_RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
         ("cuSOLVER", r"^(?:xxtrf\w*|potrf\w*|potrs\w*|copy_info_kernel)\b|^kernel<getrf_wo_pivot"),
         ("cuBLAS", r"_cublas\b|^nvjet_|^kernel_trsm_[lr]_|^trsm_(?:left|right|[lr][nt])_kernel\b"
                    r"|^cublasLt::|^cutlass::Kernel2?<cutlass_\d+_tensorop_\w*gemm"
-                   r"|^[sdcz]trsv_init\w*|^trsv_[lu][nt]_exec\b"
+                   r"|^[sdcz]trsv_init\w*|^trsv_[lu][nt]_exec\w*"
                    r"|^(?:sm\d+|ampere|volta|turing)_\w*(?:gemm|xmma)|^gemv\w*kernel|^gemm\w*_kernel"),
     )
 )

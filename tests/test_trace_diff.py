@@ -213,3 +213,23 @@ def test_property_from_log_on_json_files_exits_0_or_2_and_leaves_them_alone(caps
         assert code in (0, 2), captured.err
         assert "Traceback" not in captured.err
         assert path.read_bytes() == data
+
+
+def test_diff_shows_gpu_time_outside_library_calls():
+    """A MAGMA path logs no library call: its time shows only as GPU time outside library
+    calls, which the diff puts side by side (from each trace's timed summary)."""
+    from cusolver_trace.tracing.diff import diff_traces
+
+    call = {"library": "cuSOLVER", "function": "cusolverDnXpotrs", "count": 1,
+            "args": {"n": 256, "nrhs": 256}, "children": []}
+    a = {"schema": "cusolver-trace/trace/1", "calls": [call],
+         "summary": {"timed": True, "outside_gpu_ms": 0.03, "outside_kernels": 11}}
+    b = {"schema": "cusolver-trace/trace/1", "calls": [],
+         "summary": {"timed": True, "outside_gpu_ms": 0.58, "outside_kernels": 37}}
+    d = diff_traces(a, b)
+    assert not d.equal and d.removed == 1
+    assert d.outside == {"gpu_ms_a": 0.03, "gpu_ms_b": 0.58, "kernels_a": 11, "kernels_b": 37}
+    assert d.to_dict()["outside"]["gpu_ms_b"] == 0.58
+    untimed = dict(b, summary={"timed": False, "outside_gpu_ms": None})
+    assert diff_traces(a, untimed).outside["gpu_ms_b"] is None
+    assert diff_traces({**a, "summary": None}, {**b, "summary": None}).outside is None

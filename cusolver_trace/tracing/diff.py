@@ -251,6 +251,9 @@ class TraceDiff:
     differences : list[CallDifference]  every difference, in order
     added, removed, changed : int
     by_routine : dict            routine -> {"calls_a", "calls_b", "gpu_ms_a", "gpu_ms_b"}
+    outside : dict or None       GPU time outside any library call (torch's ATen kernels,
+                                 MAGMA's): {"gpu_ms_a", "gpu_ms_b", "kernels_a", "kernels_b"},
+                                 from the traces' summaries; None when neither has one
     """
 
     equal: bool
@@ -261,6 +264,7 @@ class TraceDiff:
     removed: int
     changed: int
     by_routine: dict
+    outside: dict | None = None
 
     @property
     def first(self) -> CallDifference | None:
@@ -270,7 +274,8 @@ class TraceDiff:
         diffs = self.differences if limit is None else self.differences[:limit]
         return {"equal": self.equal, "calls_a": self.calls_a, "calls_b": self.calls_b,
                 "added": self.added, "removed": self.removed, "changed": self.changed,
-                "differences": [d.to_dict() for d in diffs], "by_routine": self.by_routine}
+                "differences": [d.to_dict() for d in diffs], "by_routine": self.by_routine,
+                "outside": self.outside}
 
     def renderable(self, *, limit: int = 10, name_a: str = "A", name_b: str = "B"):
         """Rich renderable: the first ``limit`` differences, the counts, the per-routine table."""
@@ -301,6 +306,12 @@ class TraceDiff:
             style = "" if r["calls_a"] == r["calls_b"] else "yellow"
             t.add_row(routine, str(r["calls_a"]), str(r["calls_b"]), ms(r["gpu_ms_a"]),
                       ms(r["gpu_ms_b"]), style=style)
+        if self.outside is not None:
+            o = self.outside
+            t.add_row("(outside library calls: ATen / MAGMA kernels)",
+                      "-" if o["kernels_a"] is None else f"{o['kernels_a']} kernels",
+                      "-" if o["kernels_b"] is None else f"{o['kernels_b']} kernels",
+                      ms(o["gpu_ms_a"]), ms(o["gpu_ms_b"]), style="dim")
         parts.append(t)
         return Group(*parts)
 
@@ -367,8 +378,25 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
         for j in range(j1 + pairs, j2):
             diffs.append(CallDifference(i1 + pairs, j, None, fb[j], "added"))
             added += 1
+    outside = None
+    if section_a is None and section_b is None:  # summaries cover whole traces only
+        oa, ob = _outside(a), _outside(b)
+        if oa != (None, None) or ob != (None, None):
+            outside = {"gpu_ms_a": oa[0], "gpu_ms_b": ob[0], "kernels_a": oa[1],
+                       "kernels_b": ob[1]}
     return TraceDiff(not diffs, len(fa), len(fb), diffs, added, removed, changed,
-                     _by_routine(fa, fb))
+                     _by_routine(fa, fb), outside)
+
+
+def _outside(trace: Any) -> tuple:
+    """``(GPU ms, kernels)`` outside any library call, from a trace JSON's timed summary
+    (MAGMA and ATen kernels: what a path that logs no call spends), else ``(None, None)``."""
+    summary = trace.get("summary") if isinstance(trace, dict) else None
+    if not isinstance(summary, dict) or not summary.get("timed"):
+        return None, None
+    ms, k = summary.get("outside_gpu_ms"), summary.get("outside_kernels")
+    return (float(ms) if isinstance(ms, (int, float)) else None,
+            int(k) if isinstance(k, int) else None)
 
 
 def calls_equal(trace_a: Any, trace_b: Any, *, all: bool = False) -> tuple[bool, CallDifference | None]:

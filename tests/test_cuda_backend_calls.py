@@ -384,6 +384,7 @@ class FakeCheckState:
     def __init__(self, device):
         FakeCheckState.made += 1
         self.counter = torch.zeros(1, dtype=torch.int64)
+        self.counter_ptr = self.counter.data_ptr()
         self.word = np.zeros(1, dtype=np.int32)
         self.word_ptr = self.word.ctypes.data
 

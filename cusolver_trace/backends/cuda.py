@@ -218,7 +218,8 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     # every entry point writes info for each matrix (0 or the failing minor), as torch relies on
     info = torch.empty(batch, dtype=torch.int32, device=a.device)
     ctx = bound(a.get_device())
-    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    isz = w.element_size()
+    p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
     if api == "X":
         cdt = dt.cuda_data_type
         # torch asks for the workspace size with A = NULL, and passes bufferOnHost = NULL
@@ -237,7 +238,7 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         with ctx.cupy_stream():
             lwork = ctx.sizes.get_or(size_key("potrf", t, uplo, n, lda),
                                      lambda: cs.potrf_bufferSize(t, ctx.solver, uplo, n, p0, lda))
-            work = ctx.scratch.get(lwork * dt.itemsize, ctx.stream).data_ptr()
+            work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
             for b in range(batch):
                 cs.potrf(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
     else:
@@ -263,7 +264,8 @@ def _solve(c: torch.Tensor, x: torch.Tensor, upper: bool, api: str):
     batch = c.numel() // (n * n)
     info = torch.zeros(batch, dtype=torch.int32, device=c.device)
     ctx = bound(c.get_device())
-    pc, sc, isz = wc.data_ptr(), n * n * dt.itemsize, dt.itemsize
+    isz = wc.element_size()
+    pc, sc = wc.data_ptr(), n * n * isz
     px, sx, i0 = x.data_ptr(), n * k * isz, info.data_ptr()
     if api == "X":
         cdt = dt.cuda_data_type
@@ -314,10 +316,11 @@ def potri(c: torch.Tensor, upper: bool):
     batch = c.numel() // (n * n)
     info = torch.zeros(batch, dtype=torch.int32, device=c.device)
     ctx = bound(c.get_device())
-    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    isz = w.element_size()
+    p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
     lwork = ctx.sizes.get_or(size_key("potri", t, uplo, n, lda),
                              lambda: cs.potri_bufferSize(t, ctx.solver, uplo, n, p0, lda))
-    work = ctx.scratch.get(lwork * dt.itemsize, ctx.stream).data_ptr()
+    work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
     for b in range(batch):
         cs.potri(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
     return hermitian_from_triangle(w.mT, upper), info
@@ -333,7 +336,7 @@ def trtri(c: torch.Tensor, upper: bool, unit_diagonal: bool = False):
     batch = c.numel() // (n * n)
     info = torch.zeros(batch, dtype=torch.int32, device=c.device)
     ctx = bound(c.get_device())
-    p0, step, i0 = w.data_ptr(), n * n * dt.itemsize, info.data_ptr()
+    p0, step, i0 = w.data_ptr(), n * n * w.element_size(), info.data_ptr()
     dbytes, hbytes = ctx.sizes.get_or(
         size_key("Xtrtri", cdt, uplo, n, lda, diag),
         lambda: cs.Xtrtri_bufferSize(ctx.solver, uplo, diag, n, cdt, p0, lda))
@@ -377,8 +380,9 @@ def _trsm(c: torch.Tensor, x: torch.Tensor, upper: bool, batched: bool):
     batch = c.numel() // (n * n)
     info = torch.zeros(batch, dtype=torch.int32, device=c.device)
     ctx = bound(c.get_device())
-    pc, sc = wc.data_ptr(), n * n * dt.itemsize
-    px, sx = x.data_ptr(), n * k * dt.itemsize
+    isz = wc.element_size()
+    pc, sc = wc.data_ptr(), n * n * isz
+    px, sx = x.data_ptr(), n * k * isz
     if batched:
         pa, pb = _pointers(pc, sc, batch, c.device), _pointers(px, sx, batch, c.device)
         a_arr, b_arr = pa.data_ptr(), pb.data_ptr()
@@ -545,6 +549,7 @@ class CheckState:
 
     def __init__(self, device):
         self.counter = torch.zeros(1, dtype=torch.int64, device=device)
+        self.counter_ptr = self.counter.data_ptr()
         self.word_ptr, self.word = 0, None
         rt = _load.cupy().cuda.runtime
         try:
@@ -566,6 +571,18 @@ class CheckState:
         ptr, self.word_ptr, self.word = self.word_ptr, 0, None
         if ptr:
             _load.cupy().cuda.runtime.freeHost(ptr)
+
+
+_INT32: dict = {}  # int -> numpy int32 (the kernel's int arguments; made once per value)
+
+
+def _int32(v: int):
+    x = _INT32.get(v)
+    if x is None:
+        if len(_INT32) > 4096:
+            _INT32.clear()
+        x = _INT32[v] = np.int32(v)
+    return x
 
 
 def _strided(x: torch.Tensor, n: int, nc: int):
@@ -590,8 +607,8 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
     if batch == 0 or n == 0:
         return torch.zeros((batch, 3), dtype=torch.int32, device=L.device), None, 0
     grid = status_grid(batch, n)
-    acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32,
-                                                         device=L.device)
+    dev = L.device
+    acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32, device=dev)
     nc = 2 if dt.is_complex else 1
     if info is not None and (info.dim() != 1 or info.dtype != torch.int32
                              or not info.is_contiguous()):
@@ -603,16 +620,16 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
         ctx = context(idx)
         state = ctx.check_state
         if state is None:
-            state = ctx.check_state = CheckState(L.device)
+            state = ctx.check_state = CheckState(dev)
         if state.word is None:
             state = None
         else:
             state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
     _status_function(idx, dt.prefix)(
         grid, (_THREADS,),
-        (*_strided(L, n, nc), *_strided(X, n, nc), np.int32(n), np.int32(bool(upper)),
+        (*_strided(L, n, nc), *_strided(X, n, nc), _int32(n), _int32(1 if upper else 0),
          0 if info is None else info.data_ptr(), acc.data_ptr(),
-         0 if state is None else state.counter.data_ptr(), 0 if state is None else state.word_ptr),
+         0 if state is None else state.counter_ptr, 0 if state is None else state.word_ptr),
         stream=StreamRef(stream))
     return acc, state, stream
 

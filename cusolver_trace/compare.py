@@ -62,6 +62,8 @@ VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
 #: 3: each side's ``timing`` holds ``events``, ``gpu_busy`` and ``host``; ``time_split``
 #: and ``call_sequences`` added.
 SCHEMA = "cusolver-trace/comparison/3"
+#: Profiled calls per side for the GPU-busy time, at most (the profiler keeps every event).
+GPU_BUSY_MAX_CALLS = 50
 #: Seconds the ``trace=True`` child (both sides under the loggers) may run.
 TRACE_TIMEOUT_S = 300.0
 
@@ -570,7 +572,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     repeat, warmup : int
         Timed and untimed calls per side; ``repeat=0`` times nothing. On a GPU each side
         is timed three ways, ``repeat`` samples each: CUDA events, GPU-busy time (kernel
-        durations from ``torch.profiler``) and host issue time.
+        durations from ``torch.profiler``; at most :data:`GPU_BUSY_MAX_CALLS` samples) and
+        host issue time.
     timing : bool
         Set False to skip timing.
     trace : bool
@@ -842,7 +845,7 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
             fns = {"torch": torch_side, "replay": replay_side}
             dev = device if device.type == "cuda" else None
             timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat)
-            gpu = time_gpu_busy(fns, device=dev, repeat=repeat)
+            gpu = time_gpu_busy(fns, device=dev, repeat=min(repeat, GPU_BUSY_MAX_CALLS))
             host = time_host(fns, device=dev, repeat=repeat)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

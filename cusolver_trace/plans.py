@@ -447,11 +447,17 @@ def schedule(calls, streams: int = 2, *, launch: float = 5e8, event_cost: float 
     order, which keeps the original order of the matrix calls; :func:`check_schedule`
     proves the result equivalent to the sequential plan.
 
-    ``streams <= 1`` returns the matrix calls on stream 0, without events.
+    ``streams <= 1`` returns the matrix calls on stream 0, without events. Results are
+    cached (plans are pure): the same calls and streams give the same list.
     """
+    return list(_schedule(tuple(calls), int(streams), float(launch), float(event_cost)))
+
+
+@functools.lru_cache(maxsize=64)
+def _schedule(calls, streams, launch, event_cost):
     ops = [c for c in calls if c.routine not in STREAM_CALLS]
     if streams <= 1 or len(ops) <= 1:
-        return [c._replace(stream=0, event=-1) for c in ops]
+        return tuple(c._replace(stream=0, event=-1) for c in ops)
     deps = _dependencies(ops)
     cost = [call_flops(c) + launch for c in ops]
     free = [0.0] * streams
@@ -469,7 +475,7 @@ def schedule(calls, streams: int = 2, *, launch: float = 5e8, event_cost: float 
         _, s, start = best
         st[i], fin[i] = s, start + cost[i]
         free[s] = fin[i]
-    return _emit(ops, deps, st, streams)
+    return tuple(_emit(ops, deps, st, streams))
 
 
 def _emit(ops, deps, st, streams):

@@ -113,7 +113,7 @@ class _Stream:
     __slots__ = ("blas", "solver", "cupy", "torch", "work", "host", "inv_ws", "scratch")
 
 
-def plan_runner(ctx, dt, plans, w: torch.Tensor, *, emulate: bool = False):
+def plan_runner(ctx, dt, plans, w: torch.Tensor):
     """A function ``run(plan, base_ptr, info_ptr)`` executing :mod:`cusolver_trace.plans`
     plans through raw cuBLAS / cuSOLVER on matrices of ``w`` (contiguous, column-major
     matrices with lda = ``w.shape[-1]``: ``(batch, n, n)``, or ``(batch, q, n, n)`` for

@@ -1,0 +1,97 @@
+"""GPU: the GEMM inverse plan on several streams, the rec plans on streams, spd_inverse."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cusolver_trace as ct
+from cusolver_trace import checks, plans, routines
+from cusolver_trace.matrices import spd
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+
+
+@pytest.fixture
+def blocking(monkeypatch):
+    """A private copy of BLOCKING to tune in a test."""
+    table = {k: (dict(v) if isinstance(v, dict) else v) for k, v in plans.BLOCKING.items()}
+    table["gemm_lauum"] = {k: dict(v) for k, v in plans.BLOCKING["gemm_lauum"].items()}
+    monkeypatch.setattr(plans, "BLOCKING", table)
+    return table
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 7, 300, 1500])
+@pytest.mark.parametrize("opts", [dict(), dict(streams=1), dict(streams=3, trmm_kernel="gemm",
+                                                                lauum_diag="trmm")])
+def test_gemm_lauum_pot03(blocking, dtype, upper, n, opts):
+    blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192, **opts)
+    A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
+    L = torch.linalg.cholesky(A, upper=upper)
+    X = ct.cholesky_inverse(L, upper, method="gemm_lauum")
+    assert X.shape == A.shape and X.dtype == A.dtype and torch.equal(X, X.mH)
+    assert float(checks.pot03(A, X, upper)) < 30
+
+
+def test_gemm_lauum_on_a_side_stream_is_joined_before_it_returns(blocking):
+    """Called on a non-default stream: the plan forks from and joins back to that stream, so
+    work queued after it on the same stream sees the finished inverse."""
+    blocking["gemm_lauum"]["float64"].update(trtri_base=256, lauum_block=256, streams=3)
+    A = spd(2000, cond=1e3, dtype="float64", device="cuda")
+    L = torch.linalg.cholesky(A)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            X = ct.cholesky_inverse(L, method="gemm_lauum", check=False)
+            R = A @ X
+    s.synchronize()
+    assert (R - torch.eye(2000, dtype=A.dtype, device="cuda")).abs().max() < 1e-8
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("upper", [False, True])
+def test_rec_trtri_lauum_on_streams_with_gemm_for_syrk(blocking, dtype, upper):
+    blocking.update(streams=2, syrk_kernel="gemm", syrk_base=256, trmm_base=256, trtri_base=256,
+                    lauum_base={k: 256 for k in DTYPES})
+    A = spd(1200, cond=1e4, dtype=dtype, device="cuda", seed=1)
+    L = torch.linalg.cholesky(A, upper=upper)
+    X = ct.cholesky_inverse(L, upper, method="rec_trtri_lauum")
+    assert float(checks.pot03(A, X, upper)) < 30
+
+
+def test_gemm_lauum_emulated_float64():
+    A = spd(1024, cond=1e3, dtype="float64", device="cuda")
+    L = torch.linalg.cholesky(A)
+    try:
+        X = ct.cholesky_inverse(L, method="gemm_lauum_emu")
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+    assert float(checks.pot03(A, X)) < 30
+    # the shared handle is back to its own math mode: a plain method still runs natively
+    Y = ct.cholesky_inverse(L, method="gemm_lauum")
+    assert float(checks.pot03(A, Y)) < 30
+
+
+@pytest.mark.parametrize("method", ["auto", "gemm_lauum", "rec_trtri_lauum", "potrf_trsm_batched",
+                                    "torch", "potri"])
+@pytest.mark.parametrize("upper", [False, True])
+def test_spd_inverse_gpu(method, upper):
+    A = spd(200, cond=1e3, dtype="complex128", device="cuda", batch=(3,))
+    X = ct.spd_inverse(A, upper, method=method)
+    ref = torch.cholesky_inverse(torch.linalg.cholesky(A, upper=upper), upper=upper)
+    assert X.device == A.device and torch.allclose(X, ref, atol=1e-8)
+    assert float(checks.pot03(A, X, upper)) < 30
+
+
+@pytest.mark.parametrize("method", ["auto", "gemm_lauum", "potrf_trsm_batched", "torch"])
+def test_spd_inverse_gpu_raises_like_potrf(method):
+    A = spd(64, dtype="float64", device="cuda", batch=(3,))
+    A[2, 10, 10] = -4.0
+    with pytest.raises(ct.NotPositiveDefiniteError, match="order 11"):
+        ct.spd_inverse(A, method=method)
+    ct.spd_inverse(A, method=method, check=False)  # no raise
+    assert routines.spd_inverse_method(A, "auto") in routines.INVERSE_METHODS

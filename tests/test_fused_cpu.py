@@ -121,6 +121,11 @@ def test_make_key_lowers_batches_per_block_to_fit():
     with pytest.raises(ValueError):
         F.make_key("inverse", 128, 128, "complex128", False, "row_major", "row_major", SM,
                    batches_per_block=1, block=(256,))
+    # cuSOLVERDx's own 1 KiB of static shared memory stays free: 97 columns at n = 128, not 98
+    k = F.make_key("inverse", 128, 128, "float64", False, "col_major", "col_major", SM,
+                   batches_per_block=1, block=(256,))
+    assert k.kc == 97 and k.chunks == 2
+    assert k.shared_bytes + F.CUSOLVERDX_STATIC_SMEM <= F.SMEM_LIMIT
 
 
 # --------------------------------------------------------------------------- the kernel source

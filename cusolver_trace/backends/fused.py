@@ -55,6 +55,11 @@ OPS = ("potrf", "inverse", "potrf_inverse", "solve")
 #: their own through the device attribute at launch time.
 SMEM_LIMIT = 227 * 1024
 
+#: Static shared memory the cuSOLVERDx functions add to every kernel (``.nv.shared`` of
+#: each cubin compiled here: 1 KiB); kept free when sizing the dynamic part, checked again
+#: against the loaded kernel's own figure.
+CUSOLVERDX_STATIC_SMEM = 1024
+
 _DTYPES = {  # name -> (C++ real type, is complex, itemsize)
     "float32": ("float", False, 4),
     "float64": ("double", False, 8),
@@ -215,7 +220,7 @@ def fits(op: str, n: int, dtype: str, limit: int = SMEM_LIMIT) -> bool:
     (True, False)
     """
     try:
-        rhs_chunk(op, n, max(n, 1), dtype, 1, limit)
+        rhs_chunk(op, n, max(n, 1), dtype, 1, limit - CUSOLVERDX_STATIC_SMEM)
     except ValueError:
         return False
     return True
@@ -749,7 +754,9 @@ def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, ar
              block: tuple | None = None) -> FusedKey:
     """The :class:`FusedKey` for one call: cuSOLVERDx's suggested batches per block and
     block size unless given (or a tuned choice from :data:`TUNED`), batches per block
-    lowered until the block fits in ``limit`` bytes of shared memory."""
+    lowered until the block fits in ``limit`` bytes of shared memory (less
+    :data:`CUSOLVERDX_STATIC_SMEM`)."""
+    limit = limit - CUSOLVERDX_STATIC_SMEM
     tuned = TUNED.get((op, n, dtype))
     if batches_per_block is None or block is None:
         if tuned is not None:

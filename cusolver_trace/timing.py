@@ -489,7 +489,7 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
         what = (f"the difference ({_signed(d)} ms) is issue overhead: the GPU work is "
                 f"{'alike' if abs(gpu_d) <= ALIKE_FRACTION * max(tg, rg, 1e-300) else 'close'} "
                 f"({busy}) and the GPU {'waits longer' if idle_d > 0 else 'waits less'} for "
-                f"{b}'s launches ({_signed(idle_d)} ms idle); {host}")
+                f"launches on the {b} side ({_signed(idle_d)} ms idle); {host}")
     else:
         kind = "gpu-work-and-issue-overhead"
         what = (f"the difference ({_signed(d)} ms) is GPU work ({_signed(gpu_d)} ms, "

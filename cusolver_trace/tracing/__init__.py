@@ -9,7 +9,8 @@ torch.profiler).
 * :func:`summarize` -- calls and GPU time per routine (the summary table)
 * :func:`calls_equal` / :func:`diff_traces` -- compare two traces call by call
 * :func:`chrome_trace` -- a trace as a Chrome-trace / Perfetto timeline
-* :func:`nvtx_range` -- an NVTX range (no-op without the ``nvtx`` package)
+* :func:`nvtx_range` -- an NVTX range (no-op without the ``nvtx`` package);
+  :func:`set_nvtx_recorder` sends the ranges to an object of your own instead
 
 See docs/reading-a-trace.md and docs/tracing-programs.md.
 """
@@ -21,10 +22,10 @@ from .runner import TraceRun, run_traced
 from .summary import Summary, summarize
 from .diff import CallDifference, TraceDiff, calls_equal, diff_traces
 from .chrome import chrome_trace, validate_chrome_trace, write_chrome_trace
-from .nvtx import nvtx_range
+from .nvtx import nvtx_range, set_nvtx_recorder
 
 __all__ = ["trace", "Trace", "parse_log", "load_log", "run_traced", "TraceRun",
            "classify_kernel", "ApiCall", "ParsedLog", "CallNode", "build_tree",
            "RepeatBlock", "fold_repeats", "Summary", "summarize", "calls_equal", "diff_traces",
            "TraceDiff", "CallDifference", "chrome_trace", "write_chrome_trace",
-           "validate_chrome_trace", "nvtx_range"]
+           "validate_chrome_trace", "nvtx_range", "set_nvtx_recorder"]

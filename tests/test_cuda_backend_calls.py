@@ -253,23 +253,52 @@ def test_potrf_every_api(raw, dtype, upper, api):
         assert all(kw["lwork"] == 21 for kw in calls)
 
 
-def test_bufferSize_asked_once_per_key_and_stream_set_only_on_change(raw):
-    A, A2 = _spd(6), _spd(9)
+def test_torchs_bufferSize_query_is_issued_every_call_like_torch(raw):
+    A = _spd(6)
     for _ in range(3):
         cuda.potrf(A, False, "X")
-    assert raw.names() == ["cusolverDnSetStream", "cublasSetStream", "Xpotrf_bufferSize"] + \
-        ["Xpotrf"] * 3
+    # torch's linalg.cholesky (batch 1) logs bufferSize + Xpotrf on every call; so does the replay
+    assert raw.names() == ["cusolverDnSetStream", "cublasSetStream"] + \
+        ["Xpotrf_bufferSize", "Xpotrf"] * 3
+    assert all(kw["A"] == 0 for c, kw in raw.calls if c == "Xpotrf_bufferSize")  # A = NULL
+
+
+def test_other_bufferSize_answers_asked_once_per_key(raw):
+    A, A2 = _spd(6), _spd(9)
+    for _ in range(3):
+        cuda.potrf(A, False, "legacy")
+    assert raw.names() == ["cusolverDnSetStream", "cublasSetStream", "potrf_bufferSize"] + \
+        ["potrf"] * 3
     raw.calls.clear()
-    cuda.potrf(A, True, "X")      # another uplo: asked again
-    cuda.potrf(A2, False, "X")    # another n: asked again
-    cuda.potrf(A, False, "X")     # known: not asked
-    assert raw.names() == ["Xpotrf_bufferSize", "Xpotrf", "Xpotrf_bufferSize", "Xpotrf", "Xpotrf"]
+    cuda.potrf(A, True, "legacy")      # another uplo: asked again
+    cuda.potrf(A2, False, "legacy")    # another n: asked again
+    cuda.potrf(A, False, "legacy")     # known: not asked
+    assert raw.names() == ["potrf_bufferSize", "potrf", "potrf_bufferSize", "potrf", "potrf"]
     raw.calls.clear()
+    L = torch.linalg.cholesky(A)
+    for _ in range(2):
+        cuda.potri(L, False)
+        cuda.trtri(L, False, False)
+        cuda.trtri(L, False, True)    # another diag: its own answer
+    assert raw.names() == ["potri_bufferSize", "potri", "Xtrtri_bufferSize", "Xtrtri",
+                           "Xtrtri_bufferSize", "Xtrtri", "potri", "Xtrtri", "Xtrtri"]
+
+
+def test_stream_set_only_when_torchs_stream_changes(raw):
+    A = _spd(6)
+    cuda.potrf(A, False, "X")
+    raw.calls.clear()
+    cuda.potrf(A, False, "X")
+    assert "cusolverDnSetStream" not in raw.names()
     raw.stream["ptr"] = 0xBEEF    # torch's current stream changed
     cuda.potrf(A, False, "X")
     cuda.potrf(A, False, "X")
-    assert raw.names() == ["cusolverDnSetStream", "cublasSetStream", "Xpotrf", "Xpotrf"]
-    assert [kw["stream"] for _, kw in raw.calls[:2]] == [0xBEEF, 0xBEEF]
+    sets = [(c, kw["stream"]) for c, kw in raw.calls if c.endswith("SetStream")]
+    assert sets == [("cusolverDnSetStream", 0xBEEF), ("cublasSetStream", 0xBEEF)]
+    raw.calls.clear()
+    raw.stream["ptr"] = 0          # and back
+    cuda.potrs_identity(torch.linalg.cholesky(A), False, "X")
+    assert raw.names()[:2] == ["cusolverDnSetStream", "cublasSetStream"]
 
 
 def test_workspace_reused_per_stream_and_grown(raw):

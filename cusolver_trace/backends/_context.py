@@ -14,9 +14,11 @@
   so they are stream-ordered and reused like torch's own; the single-call
   routines keep one grow-only workspace per (thread, device) for the stream it
   was allocated on (:class:`Scratch`) instead of a fresh tensor per call.
-* ``bufferSize`` answers are cached per (routine, dtype, uplo, n, lda)
-  (:class:`SizeCache`): they are host-side queries whose answer depends on
-  nothing else for a given device and library.
+* ``bufferSize`` answers of routines torch does not call itself are cached per
+  (routine, dtype, uplo, n, lda) (:class:`SizeCache`): they are host-side queries
+  whose answer depends on nothing else for a given device and library. The
+  queries torch makes on every call (``cusolverDnXpotrf_bufferSize``) are made on
+  every call here too: they are part of the call sequence a trace compares.
 * Device pointers are taken from the tensors (``data_ptr()``): no copies.
 
 :func:`bound` is the fast path of the backend's routines (the caller has made the
@@ -82,7 +84,7 @@ class SizeCache(dict):
     >>> c = SizeCache()
     >>> asked = []
     >>> ask = lambda: asked.append(1) or (128, 0)
-    >>> c.get_or(size_key("Xpotrf", 1, 0, 64, 64), ask), c.get_or(size_key("Xpotrf", 1, 0, 64, 64), ask)
+    >>> c.get_or(size_key("potri", "d", 0, 64, 64), ask), c.get_or(size_key("potri", "d", 0, 64, 64), ask)
     ((128, 0), (128, 0))
     >>> len(asked)
     1

@@ -92,8 +92,11 @@ def library_versions(device) -> dict:
 # What torch computes once in C++ per call costs microseconds per Python operation here, and at
 # small n those microseconds are the whole call (issue 14). So every routine below issues the same
 # library calls with the same arguments as before, and keeps out of the per-call path whatever
-# does not change between calls: dtype facts, fill modes and operations, host scalars, bufferSize
-# answers, the workspace (one grow-only buffer per thread, device and stream, from torch's
+# does not change between calls: dtype facts, fill modes and operations, host scalars, the
+# bufferSize answers of routines torch does not call (torch's own queries, such as
+# cusolverDnXpotrf_bufferSize, are issued on every call as torch issues them, since they are
+# part of the call sequence a trace compares), the workspace (one grow-only buffer per thread,
+# device and stream, from torch's
 # caching allocator), the handles' stream (set only when it changed), the device switch (only
 # when the tensor is not on the current device) and the per-matrix pointer arithmetic (base +
 # b·step). Working copies are one ``clone`` each; the identity right-hand side is built in place.
@@ -207,7 +210,8 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     Mirrors torch's CUDA ``linalg.cholesky`` (``Xpotrf`` for batch 1,
     ``potrfBatched`` for batch > 1): the whole matrix is copied, the ``uplo``
     triangle factored in place, and the other triangle zeroed afterwards.
-    ``bufferSize`` is asked once per (dtype, uplo, n) and device.
+    ``cusolverDnXpotrf_bufferSize`` is asked on every call, as torch does; the legacy
+    ``potrf_bufferSize`` (not a call torch makes) once per (dtype, uplo, n) and device.
     """
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
@@ -222,11 +226,11 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
     if api == "X":
         cdt = dt.cuda_data_type
-        # torch asks for the workspace size with A = NULL, and passes bufferOnHost = NULL
-        # when no host workspace is needed (the API log shows 0x0); so do we
-        dbytes, hbytes = ctx.sizes.get_or(
-            size_key("Xpotrf", cdt, uplo, n, lda),
-            lambda: cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt))
+        # torch asks for the workspace size with A = NULL on every call, and passes
+        # bufferOnHost = NULL when no host workspace is needed (the API log shows 0x0); so do
+        # we: this query is one of torch's logged calls (compare --trace compares them), so
+        # it is not cached here, unlike the sizes of the routines torch does not call
+        dbytes, hbytes = cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt)
         work = ctx.scratch.get(dbytes, ctx.stream).data_ptr()
         host = np.empty(hbytes, dtype=np.uint8) if hbytes else None
         hptr = host.ctypes.data if hbytes else 0

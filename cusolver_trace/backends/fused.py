@@ -815,8 +815,8 @@ def _load_function(idx: int, key: FusedKey):
 
 def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str,
            arr_b: str, batches_per_block=None, block=None):
-    """``(CuPy function, FusedKey)`` for one call on device ``idx``, compiled or loaded on
-    first use and cached in memory (the hot path is one dict lookup)."""
+    """``(CuPy function, FusedKey, CuPy module)`` for one call on device ``idx``, compiled or
+    loaded on first use and cached in memory (the hot path is one dict lookup)."""
     memo = (idx, op, n, nrhs, dtype, upper, arr_a, arr_b, batches_per_block,
             None if block is None else tuple(block))
     hit = _MODULES.get(memo)
@@ -940,34 +940,129 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None):
     ValueError
         n too large for shared memory.
 
-    No synchronization; launched on torch's current stream.
+    Mirrors ``torch.linalg.cholesky_ex(a, upper)`` (``potrfBatched``'s info). No
+    synchronization; launched on torch's current stream.
+
+    Examples
+    --------
+    >>> L, info = potrf(A, False)   # doctest: +SKIP
     """
     return _run("potrf", a, None, upper, 0, "row_major", 0, True, batches_per_block, block)
 
 
 def potrs(c, b, upper: bool, *, batches_per_block=None, block=None):
-    """Solve A·X = B from A's factor ``c`` (..., n, n); ``b`` (..., n, nrhs), same batch
-    shape. One kernel (cuSOLVERDx ``potrs``, nrhs columns per call as shared memory
-    allows). Returns ``(X, info)``; info is all zeros (potrs reports nothing, as
-    cuSOLVER's). X has ``b``'s memory order (row- or column-major)."""
+    """Solve A·X = B from A's Cholesky factor for a batch of small systems, one kernel.
+
+    Parameters
+    ----------
+    c : torch CUDA tensor (..., n, n)
+        The factor (L, or U with ``upper``); only that triangle is read. float32, float64,
+        complex64, complex128.
+    b : torch CUDA tensor (..., n, nrhs), same batch shape and dtype
+        Right-hand sides, any nrhs >= 1 (solved ``kc`` columns per cuSOLVERDx ``potrs``
+        call, as many as shared memory holds).
+    upper : bool
+        A = Uᴴ·U instead of L·Lᴴ.
+    batches_per_block, block : int, tuple of int, optional
+        Override cuSOLVERDx's suggestion (tuning).
+
+    Returns
+    -------
+    X : tensor (..., n, nrhs)
+        In ``b``'s memory order (row- or column-major).
+    info : int32 tensor (batch,)
+        All zeros: potrs reports nothing (as ``cusolverDn<t>potrs``).
+
+    Raises
+    ------
+    FusedUnavailableError
+        The extra :data:`EXTRA` is missing.
+    ValueError
+        n too large for shared memory.
+
+    Mirrors ``torch.cholesky_solve(b, c, upper)``. No synchronization.
+
+    Examples
+    --------
+    >>> X, _ = potrs(torch.linalg.cholesky(A), B, False)   # doctest: +SKIP
+    """
     nrhs = b.shape[-1]
     return _run("solve", c, b, upper, nrhs, "row_major", nrhs, True, batches_per_block, block)
 
 
 def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None):
-    """A⁻¹ from A's factor ``c`` (..., n, n) in one kernel: cuSOLVERDx ``potrs`` on the
-    identity (built in shared memory, never read from global memory). Returns
-    ``(Ainv, None)``; Ainv has ``c``'s memory order. Not exactly Hermitian (as torch's
-    CUDA path)."""
+    """A⁻¹ from A's Cholesky factor for a batch of small matrices, one kernel: cuSOLVERDx
+    ``potrs`` on an identity built in shared memory (never read from global memory).
+
+    Parameters
+    ----------
+    c : torch CUDA tensor (..., n, n)
+        The factor; only its lower (or ``upper``) triangle is read. float32, float64,
+        complex64, complex128.
+    upper : bool
+        A = Uᴴ·U instead of L·Lᴴ.
+    batches_per_block, block : int, tuple of int, optional
+        Override cuSOLVERDx's suggestion (tuning).
+
+    Returns
+    -------
+    Ainv : tensor (..., n, n)
+        In ``c``'s memory order; Hermitian up to rounding (as torch's CUDA path).
+    info : None
+
+    Raises
+    ------
+    FusedUnavailableError
+        The extra :data:`EXTRA` is missing.
+    ValueError
+        n too large for shared memory: the largest n on an H200 (227 KiB per block) is
+        240 (float32), 169 (float64, complex64), 119 (complex128).
+
+    Mirrors ``torch.cholesky_inverse(c, upper)``. The row of
+    :data:`cusolver_trace.routines.INVERSE_METHODS` named ``"fused"``.
+
+    Examples
+    --------
+    >>> Ainv, _ = cholesky_inverse(torch.linalg.cholesky(A), False)   # doctest: +SKIP
+    """
     n = c.shape[-1]
     x, _ = _run("inverse", c, None, upper, n, _order(c), n, False, batches_per_block, block)
     return x, None
 
 
 def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None):
-    """A → A⁻¹ in one kernel: cuSOLVERDx ``potrf`` then ``potrs`` on the identity, the
-    factor never leaving shared memory. Returns ``(Ainv, info)`` with potrfBatched's
-    info; where info != 0 the inverse is garbage."""
+    """A → A⁻¹ for a batch of small Hermitian positive definite matrices in one kernel:
+    cuSOLVERDx ``potrf``, then ``potrs`` on the identity; the factor never leaves shared
+    memory.
+
+    Parameters
+    ----------
+    a : torch CUDA tensor (..., n, n)
+        Only the lower (or ``upper``) triangle is read.
+    upper : bool
+        Factor the upper triangle.
+    batches_per_block, block : int, tuple of int, optional
+        Override cuSOLVERDx's suggestion (tuning).
+
+    Returns
+    -------
+    Ainv : tensor (..., n, n)
+        In ``a``'s memory order; garbage where ``info != 0``.
+    info : int32 tensor (batch,)
+        As ``cusolverDn<t>potrfBatched``: 0, or the order of the first leading minor that
+        is not positive definite.
+
+    Raises
+    ------
+    FusedUnavailableError, ValueError
+        As :func:`cholesky_inverse`.
+
+    Mirrors ``torch.cholesky_inverse(torch.linalg.cholesky_ex(a, upper)[0], upper)``.
+
+    Examples
+    --------
+    >>> Ainv, info = potrf_inverse(A, False)   # doctest: +SKIP
+    """
     n = a.shape[-1]
     return _run("potrf_inverse", a, None, upper, n, _order(a), n, True, batches_per_block, block)
 

@@ -2,7 +2,9 @@
 memory orders, a batch that is not a multiple of batches_per_block, the public entry points.
 
 Skipped (with the reason) without a GPU or without the ``cuda13-fused`` extra. The first run
-compiles each kernel (0.5-3 s each), later runs load them from the disk cache.
+compiles each kernel (0.5-3 s each, more for n >= 64), later runs load them from the disk
+cache; the shapes and layouts are those of ``devrun``'s correctness script, so a cache
+filled by one serves the other. Every layout at n <= 16, the main ones above.
 """
 from __future__ import annotations
 
@@ -35,13 +37,14 @@ def _bad(A):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
-@pytest.mark.parametrize("n", [4, 16, 33])
+@pytest.mark.parametrize("n", [4, 16, 32])
 def test_potrf_info_and_factor_match_torch(dtype, upper, n):
     A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda", seed=n)
     bad = _bad(A)
     ref, info_t = torch.linalg.cholesky_ex(bad, upper=upper)
     pd = info_t == 0
-    for X in (bad, bad.mT.contiguous().mT):       # row- and column-major buffers
+    layouts = (bad, bad.mT.contiguous().mT) if n <= 16 else (bad,)   # row- and column-major
+    for X in layouts:
         L, info = routines.potrf(X, upper, check=False, api="fused")
         assert torch.equal(info.cpu(), info_t.cpu())
         assert checks.pot01(A[pd], L[pd], upper) < 30
@@ -52,11 +55,11 @@ def test_potrf_info_and_factor_match_torch(dtype, upper, n):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
-@pytest.mark.parametrize("n", [8, 32, 64])
+@pytest.mark.parametrize("n", [8, 16, 64])
 def test_cholesky_inverse_fused(dtype, upper, n):
     A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda", seed=n)
     L = torch.linalg.cholesky(A, upper=upper)             # column-major strides
-    for factor in (L, L.contiguous()):
+    for factor in ((L, L.contiguous()) if n <= 16 else (L,)):
         X = ct.cholesky_inverse(factor, upper, method="fused")
         assert checks.pot03(A, X, upper) < 30
         assert factor.data_ptr() != X.data_ptr()
@@ -64,19 +67,22 @@ def test_cholesky_inverse_fused(dtype, upper, n):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
-@pytest.mark.parametrize("nrhs", [1, 5, 16])
+@pytest.mark.parametrize("nrhs", [1, 3, 16])
 def test_potrs_fused(dtype, nrhs):
     n = 16
     A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda")
-    L = torch.linalg.cholesky(A)
+    L = torch.linalg.cholesky(A)                            # column-major
     B = torch.randn(BATCH, n, nrhs, dtype=torch.float64, device="cuda").to(A.dtype)
-    for b in (B, B.mT.contiguous().mT):
-        X = routines.potrs(L, b, api="fused")
+    X = routines.potrs(L, B, api="fused")
+    assert checks.pot02(A, X, B) < 30
+    if nrhs == 3:                                           # row-major factor, column-major B
+        b = B.mT.contiguous().mT
+        X = routines.potrs(L.contiguous(), b, api="fused")
         assert checks.pot02(A, X, b) < 30
 
 
 def test_potrf_inverse_one_kernel():
-    A = spd(12, batch=BATCH, cond=10.0, dtype="float64", device="cuda")
+    A = spd(16, batch=BATCH, cond=10.0, dtype="float64", device="cuda")
     bad = _bad(A)
     X, info = fused.potrf_inverse(bad, False)
     _, info_t = torch.linalg.cholesky_ex(bad)

@@ -445,3 +445,15 @@ def test_program_leaves_like_python_without_teardown(tmp_path, capsys, tail, sta
         assert "bye" in err
     if "RuntimeError" in tail:
         assert "RuntimeError: late" in err
+
+
+def test_summary_of_a_program_without_library_calls_keeps_its_gpu_time():
+    """torch 2.11's batched cholesky_inverse runs MAGMA and logs no call: the summary is still
+    timed, with every kernel outside library calls (what `diff` puts beside the Xpotrs path)."""
+    from cusolver_trace.tracing.summary import summarize
+
+    s = summarize([], outside_kernels=[("magma_dpotrs_batched_kernel", 0.25), ("at::fill", 0.01)])
+    assert s.timed and s.library_ms == 0.0
+    assert s.to_dict()["outside_gpu_ms"] == pytest.approx(0.26) and s.to_dict()["outside_kernels"] == 2
+    assert not summarize([]).timed  # nothing measured: untimed
+    assert not summarize([], outside_kernels=[("k", 1.0)], why_no_times="no GPU").timed

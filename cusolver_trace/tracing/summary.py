@@ -309,7 +309,8 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
     Returns
     -------
     Summary
-        Timed when at least one counted record has ``kernels`` measured.
+        Timed when at least one counted record has ``kernels`` measured, or when there is
+        no counted record and ``outside_kernels`` was measured (a MAGMA-only program).
 
     Raises
     ------
@@ -344,6 +345,10 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
         if r.kernels is not None:
             timed = True
             row["times"].append(sum(ms for _k, ms in r.kernels))
+    if not timed and counted == 0 and outside_kernels is not None and why_no_times is None:
+        # no library call at all, but the kernels were measured: a path that logs nothing
+        # (MAGMA, ATen) still has its GPU time, all of it outside library calls
+        timed = True
     library_ms = sum(sum(r["times"]) for r in rows.values()) if timed else None
     outside_ms = None
     n_out = 0

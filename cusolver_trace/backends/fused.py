@@ -809,7 +809,10 @@ def _load_function(idx: int, key: FusedKey):
                              f"shared memory + {static} used by cuSOLVERDx exceed the {limit} a "
                              "block can have on this GPU")
         if key.shared_bytes > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = key.shared_bytes
+            # CuPy's Function has no setter for this (RawKernel has); the driver call it wraps:
+            # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 in cuda.h
+            attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+            cp.cuda.driver.funcSetAttribute(fn.ptr, attr, int(key.shared_bytes))
     return fn, mod
 
 

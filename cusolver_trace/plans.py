@@ -26,7 +26,7 @@ from ._dtypes import dtype_info
 __all__ = ["BLOCKING", "Call", "element_offset", "split_point", "lauum_plan", "trtri_plan",
            "run_plan_reference", "triangle", "Plan", "inverse_plan", "access", "schedule",
            "check_schedule", "ScheduleError", "transpose_call", "call_flops", "hermitian_fill",
-           "run_inverse_reference", "STREAM_CALLS"]
+           "run_inverse_reference", "STREAM_CALLS", "spd_inverse_plan", "first_info"]
 
 #: trmm whose triangle has order > ``trmm_base`` into two half-size trmm and one gemm.
 #: ``lauum_base`` may be a dict by dtype name. Defaults measured on the H200 (rec_trtri_lauum):
@@ -41,7 +41,8 @@ __all__ = ["BLOCKING", "Call", "element_offset", "split_point", "lauum_plan", "t
 #: ``"gemm_lauum"``: the parameters of :func:`inverse_plan` per dtype (not yet tuned on a GPU:
 #: the device script sweeps them).
 _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel": "trmm",
-               "lauum_block": 512, "lauum_diag": "gemm", "streams": 2}
+               "lauum_block": 512, "lauum_diag": "gemm", "streams": 2,
+               "potrf_base": 1024, "syrk_kernel": "gemm"}
 BLOCKING = {"lauum_base": {"float32": 512, "float64": 16384, "complex64": 16384,
                            "complex128": 16384},
             "trtri_base": 1024, "block": 256, "syrk_base": 2048, "trmm_base": 2048,
@@ -272,15 +273,17 @@ def _set_triangle(view, value, uplo, hermitian=False):
         view.diagonal().imag.zero_()
 
 
-def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0) -> None:
+def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0,
+                       infos: dict | None = None) -> None:
     """Execute ``plan`` with torch ops on a flat column-major buffer, in place.
 
     ``buf`` is a 1-D tensor holding a column-major matrix with leading
     dimension ``lda`` starting at element ``base``; every block is the
     ``as_strided`` view at :func:`element_offset` — the same offsets the GPU
     executor turns into device pointers. lauum/trtri/syrk write only their
-    ``uplo`` triangle, as cuSOLVER/cuBLAS do. For tests and for CPU tensors
-    (not tuned for speed).
+    ``uplo`` triangle, as cuSOLVER/cuBLAS do. A ``potrf`` call stores its LAPACK
+    ``info`` in ``infos[call.k]`` (when ``infos`` is given). For tests and for CPU
+    tensors (not tuned for speed).
     """
     so = buf.storage_offset() + base
 
@@ -323,6 +326,15 @@ def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0) -> None
             else:
                 X = torch.linalg.solve_triangular(T, C.clone(), upper=_op_upper(c), left=False)
             C.copy_(c.alpha * X)
+        elif c.routine == "potrf":
+            T = _tri(C, c.uplo)
+            H = T + _tri(C, c.uplo).mH - torch.diag_embed(T.diagonal())
+            F, info = torch.linalg.cholesky_ex(H, upper=c.uplo == "U")
+            if int(info):  # LAPACK leaves the failed column on; the caller only reads info
+                F = torch.where(torch.isfinite(F), F, torch.full_like(F, float("nan")))
+            _set_triangle(C, F, c.uplo)
+            if infos is not None:
+                infos[c.k] = int(info)
         elif c.routine in ("record", "wait"):
             continue  # stream pseudo-calls: the list order is the sequential order
         else:
@@ -361,7 +373,7 @@ def access(c: Call) -> tuple[tuple, tuple]:
     if r in STREAM_CALLS:
         return (), ()
     C = _rect(c.c, c.m, c.n)
-    if r in ("lauum", "trtri", "trsm_inv"):
+    if r in ("lauum", "trtri", "trsm_inv", "potrf"):
         return (C,), (C,)
     if r == "syrk":
         A = _rect(c.a, c.k, c.n) if c.trans == "C" else _rect(c.a, c.n, c.k)
@@ -397,7 +409,7 @@ def call_flops(c: Call) -> float:
         return 1.0 * c.m * c.n * t
     if r == "trsm_inv":
         return 1.0 * c.n ** 3
-    if r in ("lauum", "trtri"):
+    if r in ("lauum", "trtri", "potrf"):
         return c.n ** 3 / 3.0
     return 0.0
 
@@ -610,6 +622,10 @@ class Plan:
     triangle is read, the rest may hold anything) and each matrix in ``identity`` is the
     identity. Afterwards the ``uplo`` triangle of matrix ``result`` holds the result.
     ``calls`` may carry streams and events (:func:`schedule`); ``streams`` is how many.
+    ``info_slots``: for plans that factor first (:func:`spd_inverse_plan`), the diagonal
+    offset of each ``potrf`` block, in order; block ``j`` writes its ``info`` into slot
+    ``j`` (its ``k`` field), and the factorization's info is ``info_slots[j] + info[j]``
+    for the first non-zero slot ``j``.
     """
 
     calls: tuple
@@ -619,6 +635,7 @@ class Plan:
     identity: tuple = ()
     result: int = 0
     streams: int = 1
+    info_slots: tuple = ()
 
     @property
     def uplo(self) -> str:
@@ -686,7 +703,7 @@ def transpose_call(c: Call, n: int) -> Call:
     uplo = "U" if c.uplo == "L" else "L"
     if r in STREAM_CALLS:
         return c
-    if r in ("lauum", "trtri", "trsm_inv"):
+    if r in ("lauum", "trtri", "trsm_inv", "potrf"):
         return c._replace(uplo=uplo, c=tp(c.c))
     if r == "syrk":
         return c._replace(uplo=uplo, c=tp(c.c), a=tp(c.a), trans=_flip(c.trans))
@@ -711,7 +728,9 @@ def _gemm_lauum_params(dtype, overrides):
         raise ValueError(f"trmm_kernel must be 'trmm' or 'gemm', got {p['trmm_kernel']!r}")
     if p["lauum_diag"] not in ("gemm", "trmm"):
         raise ValueError(f"lauum_diag must be 'gemm' or 'trmm', got {p['lauum_diag']!r}")
-    for k in ("trtri_base", "block", "trmm_base", "lauum_block", "streams"):
+    if p["syrk_kernel"] not in ("syrk", "gemm"):
+        raise ValueError(f"syrk_kernel must be 'syrk' or 'gemm', got {p['syrk_kernel']!r}")
+    for k in ("trtri_base", "block", "trmm_base", "lauum_block", "streams", "potrf_base"):
         if not isinstance(p[k], int) or isinstance(p[k], bool) or p[k] < 1:
             raise ValueError(f"{k} must be a positive int, got {p[k]!r}")
     return p
@@ -755,6 +774,81 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
 @functools.lru_cache(maxsize=64)
 def _inverse_plan(n, upper, items):
     p = dict(items)
+    calls = _inverse_calls(n, p)
+    if upper:
+        calls = [transpose_call(c, n) for c in calls]
+    calls = schedule(calls, p["streams"])
+    return Plan(tuple(calls), n, upper, matrices=2, identity=(1,), result=0,
+                streams=max((c.stream for c in calls), default=0) + 1)
+
+
+def _potrf_calls(n, p):
+    """Recursive blocked Cholesky (lower) in place on matrix 0: L11 = potrf(A11),
+    L21 = A21·L11⁻ᴴ (trsm), A22 −= L21·L21ᴴ (syrk, or gemm on the whole square with
+    ``syrk_kernel="gemm"``), then A22; orders <= ``potrf_base`` are one cuSOLVER potrf whose
+    ``k`` field is its info slot. Returns (calls, block offsets)."""
+    pb, blk = p["potrf_base"], p["block"]
+    calls, slots = [], []
+
+    def rec(nn, o):
+        if nn <= max(pb, 1):
+            calls.append(Call("potrf", "L", nn, nn, (o, o), k=len(slots)))
+            slots.append(o)
+            return
+        k = split_point(nn, blk)
+        m = nn - k
+        rec(k, o)
+        calls.append(Call("trsm", "L", m, k, (o + k, o), a=(o, o), side="R", trans="C"))
+        if p["syrk_kernel"] == "gemm":
+            calls.append(Call("gemm", "L", m, m, (o + k, o + k), k=k, a=(o + k, o), b=(o + k, o),
+                              transb="C", alpha=-1.0))
+        else:
+            calls.append(Call("syrk", "L", m, m, (o + k, o + k), k=k, a=(o + k, o), trans="N",
+                              alpha=-1.0))
+        rec(m, o + k)
+
+    if n > 0:
+        rec(n, 0)
+    return calls, tuple(slots)
+
+
+def spd_inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> Plan:
+    """A → A⁻¹ as one plan: a recursive blocked Cholesky factorization in place on matrix 0
+    (cuSOLVER potrf on diagonal blocks of order <= ``potrf_base``, trsm, syrk or gemm for
+    the trailing update), then :func:`inverse_plan`'s calls on the same buffer, all
+    scheduled together, so the inverse of the first diagonal blocks can start while the
+    factorization's trailing updates still run on another stream.
+
+    Matrix 0 holds A (its ``uplo`` triangle is read), matrix 1 the identity; the result is
+    the ``uplo`` triangle of matrix 0; ``info_slots`` gives the potrf blocks' offsets.
+    Parameters as :func:`inverse_plan` plus ``potrf_base`` and ``syrk_kernel`` (defaults in
+    ``BLOCKING["gemm_lauum"]``). Work: potrf n³/3 + the inverse's.
+
+    Examples
+    --------
+    >>> p = spd_inverse_plan(3000, potrf_base=1024)
+    >>> p.info_slots
+    (0, 768, 1536, 2304)
+    >>> check_schedule(p.calls)
+    """
+    p = _gemm_lauum_params(dtype, params)
+    return _spd_inverse_plan(int(n), bool(upper), tuple(sorted(p.items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _spd_inverse_plan(n, upper, items):
+    p = dict(items)
+    fac, slots = _potrf_calls(n, p)
+    calls = fac + _inverse_calls(n, p)
+    if upper:
+        calls = [transpose_call(c, n) for c in calls]
+    calls = schedule(calls, p["streams"])
+    return Plan(tuple(calls), n, upper, matrices=2, identity=(1,), result=0,
+                streams=max((c.stream for c in calls), default=0) + 1, info_slots=slots)
+
+
+def _inverse_calls(n, p):
+    """The lower-triangular calls of :func:`inverse_plan` (unscheduled)."""
     tb, blk, mb, kern = p["trtri_base"], p["block"], p["trmm_base"], p["trmm_kernel"]
 
     def V(i, j):
@@ -784,12 +878,7 @@ def _inverse_plan(n, upper, items):
             if r1 < n:
                 calls.append(Call("gemm", "L", ib, r1, (i0, 0), k=n - r1, a=V(r1, i0),
                                   b=V(r1, 0), trans="C"))
-    if upper:
-        calls = [transpose_call(c, n) for c in calls]
-    streams = p["streams"]
-    calls = schedule(calls, streams)
-    return Plan(tuple(calls), n, upper, matrices=2, identity=(1,), result=0,
-                streams=max((c.stream for c in calls), default=0) + 1)
+    return calls
 
 
 def hermitian_fill(x: torch.Tensor, upper: bool) -> torch.Tensor:
@@ -805,10 +894,27 @@ def hermitian_fill(x: torch.Tensor, upper: bool) -> torch.Tensor:
     return out
 
 
-def run_inverse_reference(plan: Plan, factor: torch.Tensor) -> torch.Tensor:
+def first_info(infos, slots) -> int:
+    """The factorization's LAPACK ``info`` from its blocks' (``infos[j]`` for block ``j``
+    at diagonal offset ``slots[j]``): the offset plus the info of the first failing block,
+    0 when none failed.
+
+    Examples
+    --------
+    >>> first_info([0, 0, 3, 1], (0, 10, 20, 30))
+    23
+    """
+    for j, o in enumerate(slots):
+        if int(infos[j]) != 0:
+            return int(infos[j]) + (o if int(infos[j]) > 0 else 0)
+    return 0
+
+
+def run_inverse_reference(plan: Plan, factor: torch.Tensor, info: list | None = None) -> torch.Tensor:
     """Run an inverse :class:`Plan` with torch ops (:func:`run_plan_reference`) on the
-    factors ``factor`` (..., n, n) (only the plan's ``uplo`` triangle is read); returns
-    the Hermitian inverses (..., n, n). Streams and events are ignored: the list order is
+    factors ``factor`` (..., n, n) (only the plan's ``uplo`` triangle is read; for a
+    :func:`spd_inverse_plan`, the matrices A themselves); returns the Hermitian inverses
+    (..., n, n). ``info``: a list that receives each matrix's factorization info. Streams and events are ignored: the list order is
     the sequential order that :func:`check_schedule` proves the streams equivalent to."""
     n = factor.shape[-1]
     batch = factor.reshape(-1, n, n)
@@ -819,6 +925,10 @@ def run_inverse_reference(plan: Plan, factor: torch.Tensor) -> torch.Tensor:
         buf[:, m].diagonal(dim1=-2, dim2=-1).fill_(1)
     flat = buf.reshape(-1)
     for b in range(buf.shape[0]):
-        run_plan_reference(plan.calls, flat, n, b * q * n * n)
+        infos = {}
+        run_plan_reference(plan.calls, flat, n, b * q * n * n, infos)
+        if info is not None:
+            info.append(first_info([infos.get(j, 0) for j in range(len(plan.info_slots))],
+                                   plan.info_slots))
     res = buf[:, plan.result].mT
     return hermitian_fill(res, plan.upper).reshape(factor.shape)

@@ -811,10 +811,11 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
 
 
 # --------------------------------------------------------------------------- A → A⁻¹
-SPD_INVERSE_METHODS = ("potrf_trsm_batched", "torch",
+SPD_INVERSE_METHODS = ("potrf_trsm_batched", "potrf_gemm_lauum", "torch",
                        *(m for m in INVERSE_METHODS if m != "torch"), "auto")
 """Every ``method=`` value :func:`spd_inverse` accepts: ``"potrf_trsm_batched"`` (fused, GPU
-only), ``"torch"`` (torch's two calls), a :data:`INVERSE_METHODS` key (potrf, then that
+only), ``"potrf_gemm_lauum"`` (one plan: blocked potrf and gemm_lauum scheduled together),
+``"torch"`` (torch's two calls), a :data:`INVERSE_METHODS` key (potrf, then that
 ``cholesky_inverse`` method) or ``"auto"``."""
 
 
@@ -840,7 +841,7 @@ def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
             raise ValueError("method 'potrf_trsm_batched' runs cuSOLVER / cuBLAS and needs a "
                              "CUDA input")
         return method
-    if method == "torch":
+    if method in ("torch", "potrf_gemm_lauum"):
         return method
     return resolve_method(method, n, batch, dtype, dev)
 
@@ -906,6 +907,10 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
         * ``"potrf_trsm_batched"`` (GPU only) — one ``cusolverDn<t>potrfBatched`` and two
           ``cublas<t>trsmBatched`` on the identity, one working buffer (small batched
           matrices);
+        * ``"potrf_gemm_lauum"`` — one plan (:func:`cusolver_trace.plans.spd_inverse_plan`):
+          a recursive blocked potrf in place, then ``gemm_lauum``'s calls on the same
+          buffer, scheduled together so that the inverse's first blocks overlap the
+          factorization's trailing updates (on the CPU: the same plan with torch ops);
         * ``"torch"`` — ``torch.linalg.cholesky_ex`` and ``torch.cholesky_inverse``.
     check : bool
         Raise when the factorization fails, when the factor has an exact zero on its
@@ -966,6 +971,26 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
         proutine, iroutine = "torch.linalg.cholesky_ex", "torch.cholesky_inverse"
         if not a.on_gpu:
             l, info, x = l.numpy(), info.numpy(), x.numpy()
+    elif used == "potrf_gemm_lauum":
+        proutine = (f"potrf_gemm_lauum plan (cusolverDn{dt.prefix.upper()}potrf blocks)"
+                    if a.on_gpu else "potrf_gemm_lauum plan (torch reference executor)")
+        iroutine = "potrf_gemm_lauum plan"
+        if a.on_gpu:
+            from .backends import cuda_plans
+
+            x, info = cuda_plans.potrf_gemm_lauum(a.data, upper)
+            l = a.data  # the factor is overwritten; its pivots are checked in the backend
+        else:
+            import torch
+
+            from .plans import run_inverse_reference, spd_inverse_plan
+
+            l = as_numpy(a)
+            infos: list = []
+            x = run_inverse_reference(
+                spd_inverse_plan(n, upper, dtype=dt.name),
+                torch.from_numpy(np.array(l, dtype=dt.numpy, order="C", copy=True)), infos).numpy()
+            info = np.asarray(infos, dtype=np.int32)
     elif a.on_gpu:
         if used == "potrf_trsm_batched":
             from .backends import cuda_plans
@@ -985,7 +1010,9 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
         x, _ = m.cpu(l, upper)
         proutine, iroutine = _routine(dt, "potrf", False), m.routine_name(dt.name, False)
     if check:
-        info = _flag_nonfinite_pivots(l, info.reshape(batch_shape))
+        info = info.reshape(batch_shape)
+        if used != "potrf_gemm_lauum":  # that plan's backend has done it (l is A there)
+            info = _flag_nonfinite_pivots(l, info)
         if a.on_gpu:  # potrf's info rides in the record's info column: one launch, one sync
             acc = _cuda().inverse_check(l, x, upper, info.reshape(-1))
         else:

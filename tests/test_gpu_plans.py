@@ -95,3 +95,22 @@ def test_spd_inverse_gpu_raises_like_potrf(method):
         ct.spd_inverse(A, method=method)
     ct.spd_inverse(A, method=method, check=False)  # no raise
     assert routines.spd_inverse_method(A, "auto") in routines.INVERSE_METHODS
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [5, 700])
+def test_potrf_gemm_lauum_gpu(blocking, dtype, upper, n):
+    blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192,
+                                         potrf_base=160, streams=3)
+    A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
+    X = ct.spd_inverse(A, upper, method="potrf_gemm_lauum")
+    assert torch.equal(X, X.mH) and float(checks.pot03(A, X, upper)) < 30
+    B = A.clone()
+    B[1, n // 2, n // 2] = -1.0
+    with pytest.raises(ct.NotPositiveDefiniteError, match=f"order {n // 2 + 1}"):
+        ct.spd_inverse(B, upper, method="potrf_gemm_lauum")
+    C = A.clone()
+    C[0, n - 1, n - 1] = float("nan")
+    with pytest.raises(ct.NotPositiveDefiniteError, match=f"order {n}"):
+        ct.spd_inverse(C, upper, method="potrf_gemm_lauum")

@@ -422,3 +422,66 @@ def test_spd_inverse_op_runs_every_method_through_the_entry_point(monkeypatch):
         X = op.methods[name].make(op, Inputs, False, True)()
         assert torch.allclose(X, torch.linalg.inv(A), atol=1e-10)
     assert seen == [("gemm_lauum", True), ("auto", True), ("potri", True)]
+
+
+# --------------------------------------------------------------------------- A → A⁻¹ as one plan
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 6, 29, 61])
+@pytest.mark.parametrize("opts", [dict(), dict(syrk_kernel="syrk", streams=3)])
+def test_spd_inverse_plan_factors_and_inverts(dtype, upper, n, opts):
+    A = _spd(n, dtype, seed=n)
+    mask = torch.ones(n, n, dtype=torch.bool)
+    mask = mask.tril(-1) if upper else mask.triu(1)
+    Ag = torch.where(mask, torch.full_like(A, float("nan")), A)   # the other triangle unread
+    p = plans.spd_inverse_plan(n, upper, dtype=dtype, **{**SMALL, "potrf_base": 7, **opts})
+    check_schedule(p.calls)
+    info = []
+    X = run_inverse_reference(p, Ag, info)
+    assert info == [0] and torch.equal(X, X.mH)
+    ref = torch.linalg.inv(A.to(torch.complex128 if dtype.is_complex else torch.float64))
+    assert (X.to(ref.dtype) - ref).abs().max() <= _tol(dtype) * ref.abs().max()
+
+
+def test_spd_inverse_plan_reports_the_failing_minor():
+    n = 61
+    A = _spd(n, torch.float64, seed=9)
+    p = plans.spd_inverse_plan(n, **SMALL, potrf_base=7)
+    assert len(p.info_slots) > 4 and p.info_slots[0] == 0
+    for bad in (0, 6, 7, 30, 60):
+        B = A.clone()
+        B[bad, bad] = -1.0
+        info = []
+        run_inverse_reference(p, B, info)
+        assert info == [bad + 1]
+    assert plans.first_info([0, -2, 5], (0, 3, 9)) == -2
+
+
+def test_spd_inverse_plan_overlaps_the_factorization_with_the_inverse():
+    """The inverse of the first diagonal block does not wait for the last potrf block: the
+    streams and events let the two phases overlap on the GPU."""
+    p = plans.spd_inverse_plan(4096, potrf_base=512, trtri_base=512)
+    ops, preds = _graph(p.calls)
+    last_potrf = max(i for i, c in enumerate(ops) if c.routine == "potrf")
+    first_trsm = min(i for i, c in enumerate(ops) if c.routine == "trsm" and c.c[1] >= 4096)
+    before, todo = set(), [first_trsm]
+    while todo:
+        for j in preds[todo.pop()]:
+            if j not in before:
+                before.add(j)
+                todo.append(j)
+    assert ops[0].routine == "potrf" and 0 in before      # it does wait for its own block
+    assert last_potrf not in before
+    assert len({c.stream for c in ops}) == 2
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_spd_inverse_potrf_gemm_lauum_method(upper):
+    A = _spd(45, torch.complex128, seed=11, batch=(2,))
+    X = ct.spd_inverse(A.numpy(), upper, method="potrf_gemm_lauum")
+    assert np.allclose(X, torch.linalg.inv(A).numpy(), atol=1e-10)
+    B = A.clone()
+    B[1, 20, 20] = -3.0
+    with pytest.raises(ct.NotPositiveDefiniteError, match="order 21"):
+        ct.spd_inverse(B, upper, method="potrf_gemm_lauum")
+    assert ct.spd_inverse_method(A, "potrf_gemm_lauum") == "potrf_gemm_lauum"

@@ -27,7 +27,7 @@ import torch
 
 from .._dtypes import dtype_info
 from ..plans import (BLOCKING, Call, element_offset, hermitian_fill, inverse_plan, lauum_plan,
-                     schedule, triangle, trtri_plan)
+                     schedule, spd_inverse_plan, triangle, trtri_plan)
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cublas_modes as cbm
@@ -35,7 +35,7 @@ from ..raw import cusolver as cs
 from ._context import cupy_stream, on_device, pointer_array
 from .cuda import _info, _ptr, _side, colmajor, fill_mode, matrices, operation
 
-__all__ = ["plan_runner", "trtri_lauum", "gemm_lauum", "potrf_trsm_batched_factor",
+__all__ = ["plan_runner", "trtri_lauum", "gemm_lauum", "potrf_gemm_lauum", "potrf_trsm_batched_factor",
            "side_streams", "emulation"]
 
 _pool = threading.local()
@@ -119,9 +119,10 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
     matrices with lda = ``w.shape[-1]``: ``(batch, n, n)``, or ``(batch, q, n, n)`` for
     the q-matrix plans of :func:`cusolver_trace.plans.inverse_plan`).
 
-    Workspaces for every lauum / Xtrtri / trsm_inv block size in ``plans`` are sized once
-    per stream. ``info_ptr`` receives Xtrtri's info (calls on stream 0); lauum's and the
-    side streams' go to scratch. Calls with ``stream`` > 0 run on pooled side streams;
+    Workspaces for every lauum / Xtrtri / potrf / trsm_inv block size in ``plans`` are
+    sized once per stream. ``info_ptr`` receives Xtrtri's info (calls on stream 0; lauum's
+    and the side streams' go to scratch); for plans with ``potrf`` blocks it is an int32
+    array, block ``k`` writing slot ``k``. Calls with ``stream`` > 0 run on pooled side streams;
     ``record`` / ``wait`` pseudo-calls are cudaEventRecord / cudaStreamWaitEvent. The run
     returns with every side stream joined back to stream 0 when the plan was made by
     :func:`cusolver_trace.plans.schedule`. ``run.handles`` lists the cuBLAS handles used
@@ -141,8 +142,11 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
     for n, uplo in {(c.n, c.uplo) for c in calls if c.routine == "trtri"}:
         d, h = cs.Xtrtri_bufferSize(ctx.solver, fill_mode(uplo), cs.NON_UNIT, n, cdt, p0, lda)
         dbytes, hbytes = max(dbytes, d), max(hbytes, h)
+    potrf_lwork = 0
+    for n, uplo in {(c.n, c.uplo) for c in calls if c.routine == "potrf"}:
+        potrf_lwork = max(potrf_lwork, cs.potrf_bufferSize(t, ctx.solver, fill_mode(uplo), n, p0, lda))
     inv_n = max((c.n for c in calls if c.routine == "trsm_inv"), default=0)
-    need_work = any(c.routine in ("lauum", "trtri") for c in calls)
+    need_work = any(c.routine in ("lauum", "trtri", "potrf") for c in calls)
     cur = torch.cuda.current_stream(idx)
     res = []
     for s in range(nstreams):
@@ -151,7 +155,8 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
         r.blas, r.solver = (side.blas, side.solver if need_work else None) if side else (
             ctx.blas, ctx.solver)
         r.cupy, r.torch = (side.cupy, side.torch) if side else (None, cur)
-        r.work = ctx.workspace(max(dbytes, lauum_lwork * isz)) if need_work else None
+        r.work = (ctx.workspace(max(dbytes, lauum_lwork * isz, potrf_lwork * isz))
+                  if need_work else None)
         r.host = np.empty(max(hbytes, 1), dtype=np.uint8)
         r.inv_ws = (torch.empty(inv_n * inv_n, dtype=w.dtype, device=w.device)
                     if inv_n else None)  # trsm_inv's identity
@@ -187,6 +192,9 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
         elif c.routine == "lauum":
             cs.lauum(t, r.solver, u, c.n, p(c.c), lda, r.work.data_ptr(), lauum_lwork,
                      r.scratch.data_ptr())
+        elif c.routine == "potrf":  # info into slot k of the int32 array at info_ptr
+            cs.potrf(t, r.solver, u, c.n, p(c.c), lda, r.work.data_ptr(), potrf_lwork,
+                     info_ptr + 4 * c.k)
         elif c.routine == "trtri":
             cs.Xtrtri(r.solver, u, cs.NON_UNIT, c.n, cdt, p(c.c), lda, r.work.data_ptr(), dbytes,
                       r.host.ctypes.data if hbytes else 0, hbytes,
@@ -225,6 +233,7 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
                     issue(c, r, p, base_elem, info_ptr)
 
     run.handles = [r.blas for r in res]
+    run.side_streams = [side.torch for side in sides]
     return run
 
 
@@ -267,12 +276,7 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params)
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
     plan = inverse_plan(n, upper, dtype=dt.name, **params)
-    x = c.reshape(-1, n, n)
-    buf = torch.empty((x.shape[0], plan.matrices, n, n), dtype=c.dtype, device=c.device)
-    buf[:, 0].copy_(x.mT)  # column-major copy of each factor
-    for m in plan.identity:
-        buf[:, m].zero_()
-        buf[:, m].diagonal(dim1=-2, dim2=-1).fill_(1)
+    buf = _plan_buffer(c.reshape(-1, n, n), plan)
     with on_device(c.device) as ctx:
         run = plan_runner(ctx, dt, (plan.calls,), buf)
         with emulation(run.handles, emulate):
@@ -280,6 +284,50 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params)
                 run(plan.calls, _ptr(buf, b), 0)
     out = hermitian_fill(buf[:, plan.result].mT, upper)
     return out.reshape(c.shape), None
+
+
+def _plan_buffer(x, plan):
+    n = x.shape[-1]
+    buf = torch.empty((x.shape[0], plan.matrices, n, n), dtype=x.dtype, device=x.device)
+    buf[:, 0].copy_(x.mT)  # column-major copy of each matrix
+    for m in plan.identity:
+        buf[:, m].zero_()
+        buf[:, m].diagonal(dim1=-2, dim2=-1).fill_(1)
+    return buf
+
+
+def potrf_gemm_lauum(A: torch.Tensor, upper: bool = False, **params):
+    """A → A⁻¹ as one plan (:func:`cusolver_trace.plans.spd_inverse_plan`): a recursive
+    blocked potrf in place, then gemm_lauum's calls on the same buffer, scheduled together
+    on the plan's streams. Returns ``(Ainv, info)``: the full Hermitian inverses and the
+    factorization's LAPACK info (int32, ``(batch,)``: the first failing block's offset +
+    its info, or, as for :func:`cusolver_trace.routines.potrf`, the first pivot whose
+    inverse in the trtri buffer is not finite or zero — a non-finite pivot). No
+    synchronization, no checks."""
+    dt = dtype_info(A.dtype)
+    n = A.shape[-1]
+    plan = spd_inverse_plan(n, upper, dtype=dt.name, **params)
+    x = A.reshape(-1, n, n)
+    buf = _plan_buffer(x, plan)
+    slots = len(plan.info_slots)
+    infos = torch.zeros((x.shape[0], max(slots, 1)), dtype=torch.int32, device=A.device)
+    with on_device(A.device) as ctx:
+        run = plan_runner(ctx, dt, (plan.calls,), buf)
+        for b in range(buf.shape[0]):
+            run(plan.calls, _ptr(buf, b), _ptr(infos, b))
+        for st in run.side_streams:  # the potrf blocks' info slots are written there too
+            infos.record_stream(st)
+    offsets = torch.tensor(plan.info_slots or (0,), dtype=torch.int32, device=A.device)
+    nz = infos != 0
+    j = nz.to(torch.int32).argmax(dim=-1)
+    val = infos.gather(1, j[:, None])[:, 0]
+    info = torch.where(nz.any(dim=-1), val + torch.where(val > 0, offsets[j], 0), 0)
+    vd = buf[:, 1].diagonal(dim1=-2, dim2=-1)  # 1 / L[i, i]: the trtri's diagonal
+    bad = ~torch.isfinite(vd) | (vd == 0)
+    first = bad.to(torch.int32).argmax(dim=-1).to(torch.int32) + 1
+    info = torch.where((info == 0) & bad.any(dim=-1), first, info).to(torch.int32)
+    out = hermitian_fill(buf[:, plan.result].mT, upper)
+    return out.reshape(A.shape), info
 
 
 def potrf_trsm_batched_factor(A: torch.Tensor, upper: bool = False):

@@ -34,6 +34,8 @@ def _method(name: str) -> Method:
             return "inverse_potrs"
         if used == "torch":
             return "inverse_potrs" if on_gpu else "potri"
+        if used == "potrf_gemm_lauum":
+            return "potri"
         return routines.INVERSE_METHODS[used].flops_name(on_gpu)
 
     gpu_only = name == "potrf_trsm_batched" or (

@@ -195,8 +195,8 @@ def raw(monkeypatch):
     stream = {"ptr": 0}
     monkeypatch.setattr(_context, "current_stream_ptr", lambda idx: stream["ptr"])
     monkeypatch.setattr(torch.cuda, "current_device", lambda: -1)  # CPU tensors: get_device() == -1
-    monkeypatch.setattr(_context.GpuContext, "workspace",
-                        lambda self, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
+    monkeypatch.setattr(_context, "_workspace",
+                        lambda idx, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
 
     @contextlib.contextmanager
     def cupy_stream(self):
@@ -560,3 +560,23 @@ def test_an_interrupted_check_never_reuses_its_counter(kernel):
     assert _context.context(-1).check_state is None
     assert cuda.inverse_check(L, X, False, None) is None
     assert _context.context(-1).check_state is not first
+
+
+def test_a_context_is_freed_without_the_cycle_collector(raw):
+    """No reference cycle through a context: an ended thread's workspace and check state are
+    returned to the allocator when its contexts go, not at some later garbage collection."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        ctx = _context.GpuContext(-1)
+        ctx.bind(5)
+        ctx.scratch.get(64, stream=5)
+        ref = weakref.ref(ctx)
+        buf = weakref.ref(ctx.scratch.buf) if hasattr(ctx.scratch.buf, "__weakref__") else None
+        del ctx
+        assert ref() is None
+        assert buf is None or buf() is None
+    finally:
+        gc.enable()

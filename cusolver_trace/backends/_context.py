@@ -32,6 +32,7 @@ and invalidation rules are tested without a GPU.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 from ..raw import _load
@@ -158,6 +159,22 @@ class StreamRef:
 
 
 # --------------------------------------------------------------------------- contexts
+def _set_solver_stream(handle, ptr):
+    _cusolver.setStream(handle, ptr)
+
+
+def _set_blas_stream(handle, ptr):
+    _cublas.setStream(handle, ptr)
+
+
+def _workspace(device_index: int, nbytes: int):
+    """``nbytes`` (at least 1) of device memory from torch's caching allocator, on torch's
+    current stream of ``device_index``."""
+    import torch
+
+    return torch.empty(max(int(nbytes), 1), dtype=torch.uint8, device=torch.device("cuda", device_index))
+
+
 class GpuContext:
     """Library handles for one (device, thread). Use :func:`bound` or :func:`on_device`."""
 
@@ -168,11 +185,13 @@ class GpuContext:
         self.blas = _cublas.create()
         self.params = _cusolver.createParams()
         self._device = None
-        self.binding = StreamBinding(lambda p: _cusolver.setStream(self.solver, p),
-                                     lambda p: _cublas.setStream(self.blas, p))
+        # no reference back to self (setters over the handles, the allocator over the device
+        # index): a context of an ended thread is freed, its memory returned, at once
+        self.binding = StreamBinding(functools.partial(_set_solver_stream, self.solver),
+                                     functools.partial(_set_blas_stream, self.blas))
         self.stream_ref = StreamRef(0)
         self.sizes = SizeCache()
-        self.scratch = Scratch(self.workspace)
+        self.scratch = Scratch(functools.partial(_workspace, device_index))
         self._cupy_streams: dict = {}  # torch stream pointer -> CuPy stream object
         self.check_state = None        # the check kernel's counter and summary word (cuda.py)
 
@@ -197,9 +216,7 @@ class GpuContext:
     def workspace(self, nbytes: int):
         """A fresh device workspace of ``nbytes`` bytes from torch's caching allocator
         (at least 1 byte), on torch's current stream."""
-        import torch
-
-        return torch.empty(max(int(nbytes), 1), dtype=torch.uint8, device=self.device)
+        return _workspace(self.device_index, nbytes)
 
     def cupy_stream(self):
         """CuPy's stream object for the bound stream (cached); ``with ctx.cupy_stream():``

@@ -249,9 +249,10 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         ptrs = _pointers(p0, step, batch, a.device)
         with ctx.cupy_stream():
             cs.potrfBatched(dt.prefix, ctx.solver, uplo, n, ptrs.data_ptr(), lda, i0, batch)
-    out = w.mT
-    (out.triu_() if upper else out.tril_())
-    return out, info
+    # the other triangle of L = w.mT zeroed as torch does, through w itself (one view less):
+    # L's lower triangle is w's upper one
+    (w.tril_() if upper else w.triu_())
+    return w.mT, info
 
 
 def _solve(c: torch.Tensor, x: torch.Tensor, upper: bool, api: str):

@@ -195,7 +195,7 @@ def raw(monkeypatch):
     stream = {"ptr": 0}
     monkeypatch.setattr(_context, "current_stream_ptr", lambda idx: stream["ptr"])
     monkeypatch.setattr(torch.cuda, "current_device", lambda: -1)  # CPU tensors: get_device() == -1
-    monkeypatch.setattr(_context, "_workspace",
+    monkeypatch.setattr(_context, "device_bytes",
                         lambda idx, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
 
     @contextlib.contextmanager
@@ -414,6 +414,7 @@ class FakeCheckState:
         FakeCheckState.made += 1
         self.counter = torch.zeros(1, dtype=torch.int64)
         self.counter_ptr = self.counter.data_ptr()
+        self.acc = _context.Scratch(lambda nbytes: torch.empty(nbytes, dtype=torch.uint8))
         self.word = np.zeros(1, dtype=np.int32)
         self.word_ptr = self.word.ctypes.data
 
@@ -424,7 +425,12 @@ class FakeCheckState:
 def _fake_kernel(launches):
     """The check kernel's addressing, in NumPy: strides in real elements, as the kernel reads."""
     def fn(grid, block, args, stream=None):
-        (Lp, lb, lr, lc, Xp, xb, xr, xc, n, upper, info, acc, counter, summary) = args
+        (param,) = args  # one struct by value: a size-1 NumPy view of 14 int64, as CuPy passes
+        assert isinstance(param, np.ndarray) and param.size == 1 and param.nbytes == 14 * 8
+        fields = dict(zip(cuda._STATUS_FIELDS, param.view(np.int64).tolist()))
+        (Lp, lb, lr, lc, Xp, xb, xr, xc, n, upper, info, acc, counter, summary) = (
+            fields[k] for k in ("L", "lb", "lr", "lc", "X", "xb", "xr", "xc", "n", "upper",
+                                "info", "acc", "counter", "summary"))
         launches.append({"grid": grid, "stream": stream.ptr, "summary": summary,
                          "counter": counter})
         n, upper = int(n), bool(upper)
@@ -580,3 +586,24 @@ def test_a_context_is_freed_without_the_cycle_collector(raw):
         assert buf is None or buf() is None
     finally:
         gc.enable()
+
+
+def test_the_kernel_struct_is_made_from_the_field_list():
+    src = cuda._STATUS_SRC
+    assert src.startswith("struct StatusArgs { long long " + ", ".join(cuda._STATUS_FIELDS) + "; };")
+    for f in cuda._STATUS_FIELDS:
+        assert f"a.{f}" in src  # every field reaches the kernel
+    assert len(cuda._STATUS_FIELDS) == len(set(cuda._STATUS_FIELDS)) == 14
+
+
+def test_inverse_check_reuses_its_record_buffer_per_stream(kernel, raw):
+    launches, syncs, _ = kernel
+    L, X, Lbad, Xbad, info, ref = _bad_case(torch.float64, False)
+    cuda.inverse_check(L, X, False, None)
+    state = _context.context(-1).check_state
+    buf = state.acc.buf
+    assert cuda.inverse_check(L, X, False, None) is None and state.acc.buf is buf
+    assert np.array_equal(cuda.inverse_check(Lbad, Xbad, False, info), ref)   # read from it
+    raw.stream["ptr"] = 99
+    cuda.inverse_check(L, X, False, None)
+    assert state.acc.buf is not buf and state.acc.stream == 99

@@ -167,7 +167,7 @@ def _set_blas_stream(handle, ptr):
     _cublas.setStream(handle, ptr)
 
 
-def _workspace(device_index: int, nbytes: int):
+def device_bytes(device_index: int, nbytes: int):
     """``nbytes`` (at least 1) of device memory from torch's caching allocator, on torch's
     current stream of ``device_index``."""
     import torch
@@ -191,9 +191,10 @@ class GpuContext:
                                      functools.partial(_set_blas_stream, self.blas))
         self.stream_ref = StreamRef(0)
         self.sizes = SizeCache()
-        self.scratch = Scratch(functools.partial(_workspace, device_index))
+        self.scratch = Scratch(functools.partial(device_bytes, device_index))
         self._cupy_streams: dict = {}  # torch stream pointer -> CuPy stream object
-        self.check_state = None        # the check kernel's counter and summary word (cuda.py)
+        self.check_state = None        # the check kernel's counter, record, summary word (cuda.py)
+        self.status_args = None        # the check kernel's argument buffer (cuda.py)
 
     @property
     def device(self):
@@ -216,7 +217,7 @@ class GpuContext:
     def workspace(self, nbytes: int):
         """A fresh device workspace of ``nbytes`` bytes from torch's caching allocator
         (at least 1 byte), on torch's current stream."""
-        return _workspace(self.device_index, nbytes)
+        return device_bytes(self.device_index, nbytes)
 
     def cupy_stream(self):
         """CuPy's stream object for the bound stream (cached); ``with ctx.cupy_stream():``

@@ -29,8 +29,8 @@ from .._dtypes import dtype_info
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
-from ._context import (StreamRef, bound, context, current_stream_ptr, on_device, pointer_array,
-                       size_key)
+from ._context import (Scratch, StreamRef, device_bytes, bound, context, current_stream_ptr,
+                       on_device, pointer_array, size_key)
 
 APIS = ("X", "legacy", "batched")
 
@@ -439,7 +439,12 @@ def potrf_trsm_batched(A: torch.Tensor, upper: bool = False):
 # the whole batch into one "anything to report" word, stored straight into host-mapped pinned
 # memory, so the common case costs one launch and one stream synchronization and copies
 # nothing; the (batch, 3) record is copied to the host only when there is something to report.
-_STATUS_SRC = r"""
+# The kernel takes its 14 arguments as one struct passed by value (one NumPy buffer on the host,
+# filled in one assignment): CuPy converts each separate Python argument on every launch, which
+# was most of the launch's host time. The field order is _STATUS_FIELDS, the struct is made from it.
+_STATUS_FIELDS = ("L", "lb", "lr", "lc", "X", "xb", "xr", "xc", "n", "upper", "info", "acc",
+                  "counter", "summary")
+_STATUS_SRC = ("struct StatusArgs { long long " + ", ".join(_STATUS_FIELDS) + "; };\n") + r"""
 template<typename R, int NC>
 __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long long lc,
                                     const R* X, long long xb, long long xr, long long xc,
@@ -501,13 +506,11 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
         *counter = 0ULL;  // ready for the next launch (the caller synchronizes before reusing it)
     }
 }
-#define STATUS(NAME, R, NC) extern "C" __global__ void NAME(                               \
-    const R* L, long long lb, long long lr, long long lc,                                  \
-    const R* X, long long xb, long long xr, long long xc,                                  \
-    int n, int upper, const int* info, int* acc,                                           \
-    unsigned long long* counter, int* summary)                                             \
-    { inverse_status_impl<R, NC>(L, lb, lr, lc, X, xb, xr, xc, n, upper, info, acc,        \
-                                 counter, summary); }
+#define STATUS(NAME, R, NC) extern "C" __global__ void NAME(StatusArgs a)                  \
+    { inverse_status_impl<R, NC>((const R*)a.L, a.lb, a.lr, a.lc, (const R*)a.X, a.xb,     \
+                                 a.xr, a.xc, (int)a.n, (int)a.upper, (const int*)a.info,   \
+                                 (int*)a.acc, (unsigned long long*)a.counter,              \
+                                 (int*)a.summary); }
 STATUS(status_s, float, 1)
 STATUS(status_d, double, 1)
 STATUS(status_c, float, 2)
@@ -547,14 +550,18 @@ def _status_function(idx: int, prefix: str):
 
 class CheckState:
     """What the checked entry point keeps per (thread, device): the kernel's ticket counter
-    (8 bytes of device memory from torch's allocator, reset by the kernel itself) and one
-    int32 of host-mapped pinned memory for the summary word (``word`` is a NumPy view of it;
-    None where the driver gives no device-accessible mapping at the same address, and
-    :func:`inverse_check` then copies the record instead)."""
+    (8 bytes of device memory from torch's allocator, reset by the kernel itself), a record
+    buffer (:class:`._context.Scratch`), and one int32 of host-mapped pinned memory for the
+    summary word (``word`` is a NumPy view of it; None where the driver gives no
+    device-accessible mapping at the same address, and :func:`inverse_check` then copies the
+    record instead)."""
 
     def __init__(self, device):
         self.counter = torch.zeros(1, dtype=torch.int64, device=device)
         self.counter_ptr = self.counter.data_ptr()
+        # the record of the checked calls: read only after the call's synchronization (or
+        # copied before it returns), so one grow-only buffer per stream serves every call
+        self.acc = Scratch(functools.partial(device_bytes, device.index))
         self.word_ptr, self.word = 0, None
         rt = _load.cupy().cuda.runtime
         try:
@@ -578,18 +585,6 @@ class CheckState:
             _load.cupy().cuda.runtime.freeHost(ptr)
 
 
-_INT32: dict = {}  # int -> numpy int32 (the kernel's int arguments; made once per value)
-
-
-def _int32(v: int):
-    x = _INT32.get(v)
-    if x is None:
-        if len(_INT32) > 4096:
-            _INT32.clear()
-        x = _INT32[v] = np.int32(v)
-    return x
-
-
 def _strided(x: torch.Tensor, n: int, nc: int):
     """``(pointer, batch stride, row stride, column stride)`` of ``x`` (..., n, n) in real
     elements (``nc`` = 2 for complex); batch dimensions that do not merge are copied."""
@@ -602,41 +597,67 @@ def _strided(x: torch.Tensor, n: int, nc: int):
     return x.data_ptr(), b * nc, r * nc, c * nc
 
 
+class _StatusArgs:
+    """The kernel's argument struct on the host: 14 int64 in one NumPy buffer, and the
+    size-1 view of it that CuPy passes by value (one per thread and device: a launch copies
+    the values, so the next launch may refill it)."""
+
+    __slots__ = ("values", "param")
+
+    def __init__(self):
+        self.values = np.zeros(len(_STATUS_FIELDS), dtype=np.int64)
+        self.param = self.values.view(np.dtype((np.void, self.values.nbytes)))
+
+
 def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
     """Launch the check kernel on torch's current stream of L's device (current):
-    ``(acc, state, stream pointer)``; ``state`` is None unless a summary word was asked for
-    and is available."""
+    ``(acc, state, stream pointer, batch)``; ``state`` is None unless a summary word was
+    asked for and is available. ``acc`` is the ``(batch, 3)`` int32 record, or with a
+    summary word and one block per matrix the state's flat byte buffer holding it (see
+    :func:`_record`)."""
     dt = _dtype(L.dtype)
     n = L.shape[-1]
     batch = L.numel() // (n * n) if n else 0
     if batch == 0 or n == 0:
-        return torch.zeros((batch, 3), dtype=torch.int32, device=L.device), None, 0
+        return torch.zeros((batch, 3), dtype=torch.int32, device=L.device), None, 0, batch
     grid = status_grid(batch, n)
-    dev = L.device
-    acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32, device=dev)
     nc = 2 if dt.is_complex else 1
     if info is not None and (info.dim() != 1 or info.dtype != torch.int32
                              or not info.is_contiguous()):
         info = info.reshape(-1).to(torch.int32).contiguous()
     idx = L.get_device()
     stream = current_stream_ptr(idx)
+    ctx = context(idx)
     state = None
     if summary:
-        ctx = context(idx)
         state = ctx.check_state
         if state is None:
-            state = ctx.check_state = CheckState(dev)
+            state = ctx.check_state = CheckState(L.device)
         if state.word is None:
             state = None
         else:
             state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
-    _status_function(idx, dt.prefix)(
-        grid, (_THREADS,),
-        (*_strided(L, n, nc), *_strided(X, n, nc), _int32(n), _int32(1 if upper else 0),
-         0 if info is None else info.data_ptr(), acc.data_ptr(),
-         0 if state is None else state.counter_ptr, 0 if state is None else state.word_ptr),
-        stream=StreamRef(stream))
-    return acc, state, stream
+    if state is not None and grid[1] == 1:  # every entry written by the kernel: no zeroing
+        acc = state.acc.get(12 * batch, stream)
+    else:
+        acc = (torch.empty if grid[1] == 1 else torch.zeros)((batch, 3), dtype=torch.int32,
+                                                             device=L.device)
+    args = ctx.status_args
+    if args is None:
+        args = ctx.status_args = _StatusArgs()
+    args.values[:] = (*_strided(L, n, nc), *_strided(X, n, nc), n, 1 if upper else 0,
+                      0 if info is None else info.data_ptr(), acc.data_ptr(),
+                      0 if state is None else state.counter_ptr,
+                      0 if state is None else state.word_ptr)
+    _status_function(idx, dt.prefix)(grid, (_THREADS,), (args.param,), stream=StreamRef(stream))
+    return acc, state, stream, batch
+
+
+def _record(acc: torch.Tensor, batch: int) -> np.ndarray:
+    """The ``(batch, 3)`` record on the host from what :func:`_status` returned (synchronizes)."""
+    if acc.dtype == torch.uint8:
+        acc = acc[: 12 * batch].view(torch.int32).view(batch, 3)
+    return acc.cpu().numpy()
 
 
 @on_tensor_device
@@ -663,9 +684,9 @@ def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Ten
     stores one "anything to report" word into host-mapped memory, so the common case copies
     nothing, and the ``(batch, 3)`` record is copied only when there is something to report.
     """
-    acc, state, stream = _status(L, X, upper, info, summary=True)
+    acc, state, stream, batch = _status(L, X, upper, info, summary=True)
     if state is None:  # no mapped word here: copy the record (synchronizes)
-        host = acc.cpu().numpy()
+        host = _record(acc, batch)
         return host if host.any() else None
     try:
         _load.cupy().cuda.runtime.streamSynchronize(stream)
@@ -676,7 +697,7 @@ def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Ten
         raise
     if int(state.word[0]) == 0:
         return None
-    return acc.cpu().numpy()
+    return _record(acc, batch)
 
 
 def __getattr__(name):

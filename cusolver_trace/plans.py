@@ -38,11 +38,13 @@ __all__ = ["BLOCKING", "Call", "element_offset", "split_point", "lauum_plan", "t
 #: ``syrk_kernel`` ``"gemm"`` runs the lauum plan's base syrk/herk blocks as GEMM on the whole
 #: square (the other triangle is wasted work in the unused triangle); ``streams`` > 1 schedules
 #: the rec_trtri_lauum plans on that many streams (:func:`schedule`).
-#: ``"gemm_lauum"``: the parameters of :func:`inverse_plan` per dtype (not yet tuned on a GPU:
-#: the device script sweeps them).
+#: ``"gemm_lauum"``: the parameters of :func:`inverse_plan` / :func:`spd_inverse_plan` per dtype
+#: (not yet tuned on a GPU: the device script sweeps them), and ``fill``, how the CUDA executor
+#: makes the full Hermitian result (``"where"``: a new tensor by ``torch.where``; ``"kernel"``:
+#: a tiled mirror kernel in place).
 _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel": "trmm",
                "lauum_block": 512, "lauum_diag": "gemm", "streams": 2,
-               "potrf_base": 1024, "syrk_kernel": "gemm"}
+               "potrf_base": 1024, "syrk_kernel": "gemm", "fill": "where"}
 BLOCKING = {"lauum_base": {"float32": 512, "float64": 16384, "complex64": 16384,
                            "complex128": 16384},
             "trtri_base": 1024, "block": 256, "syrk_base": 2048, "trmm_base": 2048,
@@ -728,6 +730,8 @@ def _gemm_lauum_params(dtype, overrides):
         raise ValueError(f"trmm_kernel must be 'trmm' or 'gemm', got {p['trmm_kernel']!r}")
     if p["lauum_diag"] not in ("gemm", "trmm"):
         raise ValueError(f"lauum_diag must be 'gemm' or 'trmm', got {p['lauum_diag']!r}")
+    if p["fill"] not in ("where", "kernel"):
+        raise ValueError(f"fill must be 'where' or 'kernel', got {p['fill']!r}")
     if p["syrk_kernel"] not in ("syrk", "gemm"):
         raise ValueError(f"syrk_kernel must be 'syrk' or 'gemm', got {p['syrk_kernel']!r}")
     for k in ("trtri_base", "block", "trmm_base", "lauum_block", "streams", "potrf_base"):

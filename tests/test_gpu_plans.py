@@ -25,8 +25,8 @@ def blocking(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [1, 7, 300, 1500])
-@pytest.mark.parametrize("opts", [dict(), dict(streams=1), dict(streams=3, trmm_kernel="gemm",
-                                                                lauum_diag="trmm")])
+@pytest.mark.parametrize("opts", [dict(), dict(streams=1), dict(fill="kernel"),
+                                  dict(streams=3, trmm_kernel="gemm", lauum_diag="trmm")])
 def test_gemm_lauum_pot03(blocking, dtype, upper, n, opts):
     blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192, **opts)
     A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
@@ -102,7 +102,7 @@ def test_spd_inverse_gpu_raises_like_potrf(method):
 @pytest.mark.parametrize("n", [5, 700])
 def test_potrf_gemm_lauum_gpu(blocking, dtype, upper, n):
     blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192,
-                                         potrf_base=160, streams=3)
+                                         potrf_base=160, streams=3, fill="kernel")
     A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
     X = ct.spd_inverse(A, upper, method="potrf_gemm_lauum")
     assert torch.equal(X, X.mH) and float(checks.pot03(A, X, upper)) < 30
@@ -114,3 +114,23 @@ def test_potrf_gemm_lauum_gpu(blocking, dtype, upper, n):
     C[0, n - 1, n - 1] = float("nan")
     with pytest.raises(ct.NotPositiveDefiniteError, match=f"order {n}"):
         ct.spd_inverse(C, upper, method="potrf_gemm_lauum")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 100])
+def test_mirror_triangle_kernel(dtype, upper, n):
+    from cusolver_trace.backends import cuda_plans
+    from cusolver_trace.backends._context import on_device
+
+    g = torch.Generator(device="cuda").manual_seed(n)
+    X = torch.randn(3, n, n, dtype=getattr(torch, dtype), device="cuda", generator=g)
+    w = X.mT.contiguous()          # column-major storage of each X[b]
+    with on_device(w.device):
+        cuda_plans.mirror_triangle(w, upper)
+    got = w.mT
+    tri = X.triu() if upper else X.tril()
+    ref = tri + (X.triu(1) if upper else X.tril(-1)).mH
+    if ref.is_complex():
+        ref.diagonal(dim1=-2, dim2=-1).imag.zero_()
+    assert torch.equal(got, ref)

@@ -113,7 +113,7 @@ class _Stream:
     __slots__ = ("blas", "solver", "cupy", "torch", "work", "host", "inv_ws", "scratch")
 
 
-def plan_runner(ctx, dt, plans, w: torch.Tensor):
+def plan_runner(ctx, dt, plans, w: torch.Tensor, *, extra=()):
     """A function ``run(plan, base_ptr, info_ptr)`` executing :mod:`cusolver_trace.plans`
     plans through raw cuBLAS / cuSOLVER on matrices of ``w`` (contiguous, column-major
     matrices with lda = ``w.shape[-1]``: ``(batch, n, n)``, or ``(batch, q, n, n)`` for
@@ -126,7 +126,10 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
     ``record`` / ``wait`` pseudo-calls are cudaEventRecord / cudaStreamWaitEvent. The run
     returns with every side stream joined back to stream 0 when the plan was made by
     :func:`cusolver_trace.plans.schedule`. ``run.handles`` lists the cuBLAS handles used
-    (for :func:`emulation`).
+    (for :func:`emulation`). ``run(plan, base_ptr, info_ptr, bases)``: with ``bases`` (one
+    pointer per matrix of a q-matrix plan), matrix j of the plan (columns ``j·n`` to
+    ``(j+1)·n - 1``) is addressed from ``bases[j]``, so its matrices may live in separate
+    tensors (``extra``: those other than ``w``, marked for the side streams too).
     """
     t, cdt, isz, lda = dt.prefix, dt.cuda_data_type, dt.itemsize, w.shape[-1]
     real_t = dtype_info(dt.real_name).prefix  # syrk / herk take real alpha, beta for complex
@@ -162,7 +165,7 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
                     if inv_n else None)  # trsm_inv's identity
         r.scratch = torch.zeros(1, dtype=torch.int32, device=w.device)
         if side is not None:  # allocated on stream 0, used on the side stream
-            for x in (w, r.work, r.inv_ws, r.scratch):
+            for x in (w, *extra, r.work, r.inv_ws, r.scratch):
                 if x is not None:
                     x.record_stream(side.torch)
         res.append(r)
@@ -215,9 +218,14 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor):
         else:
             raise ValueError(f"unknown routine {c.routine!r} in plan")
 
-    def run(plan, base_ptr, info_ptr):
-        def p(ij):
-            return base_ptr + element_offset(ij[0], ij[1], lda) * isz
+    def run(plan, base_ptr, info_ptr, bases=None):
+        if bases is None:
+            def p(ij):
+                return base_ptr + element_offset(ij[0], ij[1], lda) * isz
+        else:
+            def p(ij):
+                q, j = divmod(ij[1], lda)
+                return bases[q] + element_offset(ij[0], j, lda) * isz
 
         base_elem = (base_ptr - p0) // isz
         for c in plan:
@@ -275,25 +283,114 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params)
     FP64 / complex128 GEMM-class calls only)."""
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
+    fill = _fill_mode(dt.name, params)
     plan = inverse_plan(n, upper, dtype=dt.name, **params)
-    buf = _plan_buffer(c.reshape(-1, n, n), plan)
+    mats = _plan_buffers(c.reshape(-1, n, n), plan)
     with on_device(c.device) as ctx:
-        run = plan_runner(ctx, dt, (plan.calls,), buf)
+        run = plan_runner(ctx, dt, (plan.calls,), mats[0], extra=mats[1:])
         with emulation(run.handles, emulate):
-            for b in range(buf.shape[0]):
-                run(plan.calls, _ptr(buf, b), 0)
-    out = hermitian_fill(buf[:, plan.result].mT, upper)
+            for b in range(mats[0].shape[0]):
+                run(plan.calls, 0, 0, [_ptr(m, b) for m in mats])
+        out = _hermitian(mats[plan.result], upper, fill, dt)
     return out.reshape(c.shape), None
 
 
-def _plan_buffer(x, plan):
+def _fill_mode(dtype_name, params):
+    fill = params.pop("fill", None) or BLOCKING.get("gemm_lauum", {}).get(dtype_name, {}).get(
+        "fill", "where")
+    if fill not in ("where", "kernel"):
+        raise ValueError(f"fill must be 'where' or 'kernel', got {fill!r}")
+    return fill
+
+
+def _plan_buffers(x, plan):
+    """One contiguous ``(batch, n, n)`` tensor per matrix of the plan (each matrix stored
+    column-major): matrix 0 the column-major copy of ``x``, the ``identity`` ones I."""
     n = x.shape[-1]
-    buf = torch.empty((x.shape[0], plan.matrices, n, n), dtype=x.dtype, device=x.device)
-    buf[:, 0].copy_(x.mT)  # column-major copy of each matrix
-    for m in plan.identity:
-        buf[:, m].zero_()
-        buf[:, m].diagonal(dim1=-2, dim2=-1).fill_(1)
-    return buf
+    mats = []
+    for q in range(plan.matrices):
+        m = torch.empty((x.shape[0], n, n), dtype=x.dtype, device=x.device)
+        if q == 0:
+            m.copy_(x.mT)
+        elif q in plan.identity:
+            m.zero_()
+            m.diagonal(dim1=-2, dim2=-1).fill_(1)
+        mats.append(m)
+    return mats
+
+
+def _hermitian(w, upper, fill, dt):
+    """The full Hermitian matrices (batch, n, n) from the ``upper`` / lower triangle of the
+    column-major working buffer ``w``: ``"where"`` builds a new tensor
+    (:func:`cusolver_trace.plans.hermitian_fill`); ``"kernel"`` mirrors the triangle in
+    place (one tiled transpose kernel, :func:`mirror_triangle`) and returns ``w``'s view."""
+    if fill == "where":
+        return hermitian_fill(w.mT, upper)
+    mirror_triangle(w, upper, dt)
+    return w.mT
+
+
+_MIRROR_SRC = r"""
+template<typename R, int NC>
+__device__ void mirror_impl(R* X, long long n, long long bs, int upper)
+{
+    __shared__ R re[32][33];
+    __shared__ R im[32][33];
+    const int ti = blockIdx.y, tj = blockIdx.x;          // source tile: rows ti, columns tj
+    if (upper ? (ti > tj) : (ti < tj)) return;
+    R* M = X + (long long)blockIdx.z * bs * NC;
+    const int x = threadIdx.x, y = threadIdx.y;
+    long long si = (long long)ti * 32 + x, sj = (long long)tj * 32 + y;
+    if (si < n && sj < n) {                              // column-major: x runs down a column
+        re[y][x] = M[(si + sj * n) * NC];
+        if (NC == 2) im[y][x] = M[(si + sj * n) * NC + 1];
+    }
+    __syncthreads();
+    long long di = (long long)tj * 32 + x, dj = (long long)ti * 32 + y;  // source is (dj, di)
+    if (di < n && dj < n) {
+        bool src = upper ? (dj < di) : (dj > di);
+        if (src) {
+            M[(di + dj * n) * NC] = re[x][y];
+            if (NC == 2) M[(di + dj * n) * NC + 1] = -im[x][y];
+        } else if (NC == 2 && di == dj) {
+            M[(di + dj * n) * NC + 1] = (R)0;
+        }
+    }
+}
+#define MIRROR(NAME, R, NC) extern "C" __global__ void NAME(R* X, long long n, long long bs, \
+    int upper) { mirror_impl<R, NC>(X, n, bs, upper); }
+MIRROR(mirror_s, float, 1)
+MIRROR(mirror_d, double, 1)
+MIRROR(mirror_c, float, 2)
+MIRROR(mirror_z, double, 2)
+"""
+_MIRROR_FN: dict = {}
+
+
+def mirror_triangle(w: torch.Tensor, upper: bool, dt=None) -> None:
+    """Make each column-major matrix of ``w`` (contiguous ``(batch, n, n)``) Hermitian in
+    place from its ``upper`` / lower triangle: the other triangle gets the conjugate
+    transpose, the diagonal's imaginary part is zeroed. One launch on torch's current
+    stream (32 × 32 tiles through shared memory, coalesced reads and writes); call inside
+    :func:`~._context.on_device`."""
+    import numpy as np_
+
+    dt = dt or dtype_info(w.dtype)
+    batch, n = w.shape[0], w.shape[-1]
+    if batch == 0 or n == 0:
+        return
+    idx = w.device.index if w.device.index is not None else torch.cuda.current_device()
+    cp = _load.cupy()
+    fn = _MIRROR_FN.get((idx, dt.prefix))
+    if fn is None:
+        with cp.cuda.Device(idx):
+            fn = _MIRROR_FN[idx, dt.prefix] = cp.RawModule(code=_MIRROR_SRC).get_function(
+                f"mirror_{dt.prefix}")
+    nt = -(-n // 32)
+    for b0 in range(0, batch, 65535):
+        nb = min(65535, batch - b0)
+        fn((nt, nt, nb), (32, 32),
+           (w[b0].data_ptr(), np_.int64(n), np_.int64(w.stride(0)), np_.int32(bool(upper))))
 
 
 def potrf_gemm_lauum(A: torch.Tensor, upper: bool = False, **params):
@@ -306,27 +403,26 @@ def potrf_gemm_lauum(A: torch.Tensor, upper: bool = False, **params):
     synchronization, no checks."""
     dt = dtype_info(A.dtype)
     n = A.shape[-1]
+    fill = _fill_mode(dt.name, params)
     plan = spd_inverse_plan(n, upper, dtype=dt.name, **params)
     x = A.reshape(-1, n, n)
-    buf = _plan_buffer(x, plan)
+    mats = _plan_buffers(x, plan)
     slots = len(plan.info_slots)
     infos = torch.zeros((x.shape[0], max(slots, 1)), dtype=torch.int32, device=A.device)
     with on_device(A.device) as ctx:
-        run = plan_runner(ctx, dt, (plan.calls,), buf)
-        for b in range(buf.shape[0]):
-            run(plan.calls, _ptr(buf, b), _ptr(infos, b))
-        for st in run.side_streams:  # the potrf blocks' info slots are written there too
-            infos.record_stream(st)
+        run = plan_runner(ctx, dt, (plan.calls,), mats[0], extra=(*mats[1:], infos))
+        for b in range(x.shape[0]):
+            run(plan.calls, 0, _ptr(infos, b), [_ptr(m, b) for m in mats])
+        out = _hermitian(mats[plan.result], upper, fill, dt)
     offsets = torch.tensor(plan.info_slots or (0,), dtype=torch.int32, device=A.device)
     nz = infos != 0
     j = nz.to(torch.int32).argmax(dim=-1)
     val = infos.gather(1, j[:, None])[:, 0]
     info = torch.where(nz.any(dim=-1), val + torch.where(val > 0, offsets[j], 0), 0)
-    vd = buf[:, 1].diagonal(dim1=-2, dim2=-1)  # 1 / L[i, i]: the trtri's diagonal
+    vd = mats[1].diagonal(dim1=-2, dim2=-1)  # 1 / L[i, i]: the trtri's diagonal
     bad = ~torch.isfinite(vd) | (vd == 0)
     first = bad.to(torch.int32).argmax(dim=-1).to(torch.int32) + 1
     info = torch.where((info == 0) & bad.any(dim=-1), first, info).to(torch.int32)
-    out = hermitian_fill(buf[:, plan.result].mT, upper)
     return out.reshape(A.shape), info
 
 

@@ -275,10 +275,10 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
 
 def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params):
     """Inverse from the factor by :func:`cusolver_trace.plans.inverse_plan`: the factor's
-    column-major copy and an identity side by side in one ``(batch, 2, n, n)`` buffer, the
-    recursive trtri into the identity, then the lauum as one GEMM per block row, on the
-    plan's streams; returns ``(full Hermitian inverse, None)`` (cuBLAS reports no singular
-    factor: the check kernel does). ``params`` override ``BLOCKING["gemm_lauum"]``;
+    column-major copy and an identity (two ``(batch, n, n)`` tensors, the plan's matrices
+    0 and 1), the recursive trtri into the identity, then the lauum as one GEMM per block
+    row into the copy, on the plan's streams; returns ``(full Hermitian inverse, None)``
+    (cuBLAS reports no singular factor: the check kernel does). ``params`` override ``BLOCKING["gemm_lauum"]``;
     ``emulate`` runs the cuBLAS calls with FP64 fixed-point emulation (:func:`emulation`;
     FP64 / complex128 GEMM-class calls only)."""
     dt = dtype_info(c.dtype)

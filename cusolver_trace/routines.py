@@ -607,14 +607,24 @@ class AutoRule:
 #: faster), rec_trtri_lauum: float64 1.03 / 0.85 / 0.70 / 0.49 (n = 4096 / 6144 / 8192 /
 #: 16384); float32 0.84 / 0.66 / 0.58 (6144 / 8192 / 12288); complex64 0.77 / 0.61 (4096 /
 #: 6144); complex128 0.60 (6144). trsm_batched at n = 512: 0.46–0.86 (batch 8 – 1000); at
-#: n <= 128 torch's MAGMA path beats the Python-driven raw path (host-bound). Shapes not
-#: measured fall through to torch. Update these rows from `cusolver-trace sweep`.
+#: n <= 128 torch's MAGMA path beats the Python-driven raw path (host-bound). gemm_lauum
+#: (issue 14, checks on, torch interleaved, devrun/plans): float64 0.60 / 0.49 / 0.39 (n =
+#: 4096 / 8192 / 16384; rec_trtri_lauum 1.03 / 0.71 / 0.50 in the same run); float32 0.48
+#: (8192); complex64 0.49, complex128 0.46 (6144). Shapes not measured fall through to
+#: torch. Update these rows from `cusolver-trace sweep`.
 AUTO_TABLE: dict[str, AutoRule] = {
     "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
     "batches of 512 x 512": AutoRule("trsm_batched", device="cuda", batch_min=2, n_min=512,
                                      n_max=512),
+    "one large float64 matrix": AutoRule("gemm_lauum", device="cuda", batch_max=1, n_min=4096,
+                                         dtypes=("float64",)),
+    "one large complex matrix, 6144 and up": AutoRule("gemm_lauum", device="cuda", batch_max=1,
+                                                      n_min=6144,
+                                                      dtypes=("complex64", "complex128")),
     "one large complex matrix": AutoRule("rec_trtri_lauum", device="cuda", batch_max=1,
                                          n_min=4096, dtypes=("complex64", "complex128")),
+    "one large float32 matrix, 8192 and up": AutoRule("gemm_lauum", device="cuda", batch_max=1,
+                                                      n_min=8192, dtypes=("float32",)),
     "one large matrix": AutoRule("rec_trtri_lauum", device="cuda", batch_max=1, n_min=6144),
     "otherwise: torch's own choice": AutoRule("torch"),
 }
@@ -650,7 +660,7 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     Examples
     --------
     >>> resolve_method("auto", 16384, 1, "float64", "cuda")
-    'rec_trtri_lauum'
+    'gemm_lauum'
     >>> resolve_method("auto", 512, 1, "float64", "cpu")
     'potri'
     """
@@ -829,7 +839,7 @@ def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
     Examples
     --------
     >>> resolve_spd_method("auto", 16384, 1, "float64", "cuda")
-    'rec_trtri_lauum'
+    'gemm_lauum'
     >>> resolve_spd_method("potrf_trsm_batched", 8, 100)
     'potrf_trsm_batched'
     """

@@ -44,7 +44,7 @@ __all__ = ["BLOCKING", "Call", "element_offset", "split_point", "lauum_plan", "t
 #: a tiled mirror kernel in place).
 _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel": "trmm",
                "lauum_block": 512, "lauum_diag": "gemm", "streams": 2,
-               "potrf_base": 1024, "syrk_kernel": "gemm", "fill": "where"}
+               "potrf_base": 1024, "syrk_kernel": "gemm", "fill": "where", "trtri_scratch": False}
 #: Measured on the H200 (float64, checks on, torch interleaved): trtri_base 1024 beats 512
 #: (4.07 vs 4.26 ms at n = 4096, 14.8 vs 16.3 ms at 8192; 79.9 vs 79.1 ms at 16384, within
 #: noise); 2 streams beat 1 (16.3 vs 17.9 ms at 8192, 79.1 vs 86.9 at 16384); trmm as gemm,
@@ -735,6 +735,8 @@ def _gemm_lauum_params(dtype, overrides):
         raise ValueError(f"trmm_kernel must be 'trmm' or 'gemm', got {p['trmm_kernel']!r}")
     if p["lauum_diag"] not in ("gemm", "trmm"):
         raise ValueError(f"lauum_diag must be 'gemm' or 'trmm', got {p['lauum_diag']!r}")
+    if not isinstance(p["trtri_scratch"], bool):
+        raise ValueError(f"trtri_scratch must be a bool, got {p['trtri_scratch']!r}")
     if p["fill"] not in ("where", "kernel"):
         raise ValueError(f"fill must be 'where' or 'kernel', got {p['fill']!r}")
     if p["syrk_kernel"] not in ("syrk", "gemm"):
@@ -757,6 +759,8 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
        triangles of order > ``trmm_base`` are split into half-size products and a gemm;
        ``trmm_kernel="gemm"`` runs the remaining out-of-place trmm as gemm (V's other
        triangle is exactly zero, so that is exact; the zero half is wasted work).
+       ``trtri_scratch=True`` puts L21·V11 in a third matrix instead (both products out of
+       place, no in-place ordering; one more n × n buffer).
     2. **lauum out of place, one gemm per block row** (``lauum_block`` rows each): block
        row i of A⁻¹'s lower triangle is R[i, :i+1] = V[i:, i]ᴴ·V[i:, :i+1], reading V only,
        so all block rows are independent (spread over the streams); ``lauum_diag="trmm"``
@@ -787,7 +791,8 @@ def _inverse_plan(n, upper, items):
     if upper:
         calls = [transpose_call(c, n) for c in calls]
     calls = schedule(calls, p["streams"])
-    return Plan(tuple(calls), n, upper, matrices=2, identity=(1,), result=0,
+    return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] else 2, identity=(1,),
+                result=0,
                 streams=max((c.stream for c in calls), default=0) + 1)
 
 
@@ -852,7 +857,8 @@ def _spd_inverse_plan(n, upper, items):
     if upper:
         calls = [transpose_call(c, n) for c in calls]
     calls = schedule(calls, p["streams"])
-    return Plan(tuple(calls), n, upper, matrices=2, identity=(1,), result=0,
+    return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] else 2, identity=(1,),
+                result=0,
                 streams=max((c.stream for c in calls), default=0) + 1, info_slots=slots)
 
 
@@ -868,6 +874,13 @@ def _inverse_calls(n, p):
             return [Call("trsm", "L", nn, nn, V(o, o), a=(o, o), side="L", trans="N")]
         k = split_point(nn, blk)
         m = nn - k
+        if p["trtri_scratch"]:  # L21·V11 into matrix 2, then V21 = −V22·that: all out of place
+            W = (o + k, 2 * n + o)
+            return (trtri(k, o) + trtri(m, o + k)
+                    + _trmm_out_calls("L", "R", "N", m, k, W, (o + k, o), V(o, o), 1.0, mb, blk,
+                                      kern)
+                    + _trmm_out_calls("L", "L", "N", m, k, V(o + k, o), W, V(o + k, o + k),
+                                      -1.0, mb, blk, kern))
         return (trtri(k, o) + trtri(m, o + k)
                 + _trmm_calls("L", "R", "N", m, k, (o + k, o), V(o, o), 1.0, mb, blk)
                 + _trmm_out_calls("L", "L", "N", m, k, V(o + k, o), (o + k, o), V(o + k, o + k),

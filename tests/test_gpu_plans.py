@@ -26,7 +26,8 @@ def blocking(monkeypatch):
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [1, 7, 300, 1500])
 @pytest.mark.parametrize("opts", [dict(), dict(streams=1), dict(fill="kernel"),
-                                  dict(streams=3, trmm_kernel="gemm", lauum_diag="trmm")])
+                                  dict(streams=3, trmm_kernel="gemm", lauum_diag="trmm"),
+                                  dict(trtri_scratch=True)])
 def test_gemm_lauum_pot03(blocking, dtype, upper, n, opts):
     blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192, **opts)
     A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))

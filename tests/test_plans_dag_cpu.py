@@ -52,7 +52,9 @@ def _tol(dtype):
 @pytest.mark.parametrize("n", [1, 2, 5, 9, 13, 37])
 @pytest.mark.parametrize("opts", [dict(), dict(trmm_kernel="gemm"), dict(lauum_diag="trmm"),
                                   dict(streams=1), dict(streams=3, trmm_kernel="gemm",
-                                                        lauum_diag="trmm")])
+                                                        lauum_diag="trmm"),
+                                  dict(trtri_scratch=True), dict(trtri_scratch=True,
+                                                                 trmm_kernel="gemm")])
 def test_inverse_plan_computes_the_inverse(dtype, upper, n, opts):
     A = _spd(n, dtype, seed=n)
     p = inverse_plan(n, upper, dtype=dtype, **{**SMALL, **opts})
@@ -78,6 +80,7 @@ def test_inverse_plan_work_is_potri_plus_the_wasted_triangles():
 
 
 @pytest.mark.parametrize("bad", [dict(trmm_kernel="magma"), dict(lauum_diag="syrk"),
+                                 dict(trtri_scratch=1), dict(fill="copy"), dict(syrk_kernel="x"),
                                  dict(streams=0), dict(lauum_block=True), dict(trtri_base=1.5)])
 def test_inverse_plan_rejects_bad_parameters(bad):
     with pytest.raises(ValueError):

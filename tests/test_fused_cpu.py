@@ -24,10 +24,10 @@ SM = (9, 0)
 
 
 def key(op="inverse", n=8, nrhs=None, dtype="float64", upper=False, arr_a="row_major",
-        arr_b="row_major", bpb=4, block=(32, 1, 1), kc=None):
+        arr_b="row_major", bpb=4, block=(32, 1, 1), kc=None, conj=False):
     nrhs = (n if nrhs is None else nrhs) if op != "potrf" else 0
     kc = (nrhs if kc is None else kc) if op != "potrf" else 0
-    return F.FusedKey(op, n, nrhs, kc, dtype, upper, arr_a, arr_b, bpb, block, SM)
+    return F.FusedKey(op, n, nrhs, kc, dtype, upper, arr_a, arr_b, bpb, block, SM, conj)
 
 
 # --------------------------------------------------------------------------- arrangements
@@ -99,7 +99,8 @@ def test_fused_key_validation():
     assert k.chunks == 3 and k.threads == 64 and k.kernel_name == "fused_solve"
     assert k.shared_bytes == F.shared_bytes("solve", 16, 16, "float64", 2)
     for bad in (dict(op="getrf"), dict(dtype="float16"), dict(arr_a="C"), dict(bpb=0),
-                dict(kc=9), dict(kc=0), dict(bpb=33, block=(32, 1, 1))):
+                dict(kc=9), dict(kc=0), dict(bpb=33, block=(32, 1, 1)), dict(conj=True),
+                dict(op="solve", nrhs=3, conj=True)):       # conj: complex solve only
         with pytest.raises(ValueError):
             key(**bad)
     with pytest.raises(ValueError):
@@ -133,7 +134,7 @@ def test_kernel_source_defines():
     k = key(op="potrf_inverse", n=16, dtype="complex64", upper=True, arr_a="col_major",
             arr_b="row_major", bpb=2, block=(64, 2, 1))
     src = F.kernel_source(k, {"potrf": "sym_f", "potrs": "sym_s"})
-    for line in ("#define N 16", "#define BPB 2", "#define NT 128", "#define OP 2",
+    for line in ("#define N 16", "#define BPB 2", "#define NT 128", "#define OP 2", "#define CONJ 0",
                  "#define UPPER 1", "#define A_ROW 0", "#define B_ROW 1", "#define IS_COMPLEX 1",
                  "typedef float R;", 'extern "C" __device__ void sym_f(V* a, int* info);',
                  'extern "C" __device__ void sym_s(V* a, V* b);', "sym_f(sA, sInfo);",
@@ -206,6 +207,8 @@ def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
             if k.op == "solve":
                 ok = (j < here) & (col < nrhs)
                 sB = np.where(ok, B[np.where(ok, gidx, 0)], 0).astype(dt)
+                if k.conj:
+                    sB = np.conj(sB)
             else:
                 sB = np.where(r == col, 1, 0).astype(dt)
             for jj in range(bpb):
@@ -213,7 +216,7 @@ def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
                 Bj = view(sB, jj, kc, b_row)
                 Bj[...] = scipy.linalg.cho_solve((M, not up), Bj.copy())
             live = (i < here * n * kc) & (col < nrhs)
-            X[gidx[live]] = sB[live]
+            X[gidx[live]] = (np.conj(sB) if k.conj else sB)[live]
     return X, info
 
 
@@ -288,8 +291,11 @@ def test_cache_key_depends_on_everything():
     digests = {F.cache_key(k, versions) for k in others}
     assert d0 not in digests and len(digests) == len(others)
     assert F.cache_key(base, {**versions, "libmathdx": "0.4.3"}) != d0
-    assert F.cache_key(F.FusedKey(*[getattr(base, f) for f in base.__dataclass_fields__][:-1], (10, 0)),
-                       versions) != d0
+    import dataclasses
+
+    assert F.cache_key(dataclasses.replace(base, sm=(10, 0)), versions) != d0
+    c = key(op="solve", nrhs=3, dtype="complex64")
+    assert F.cache_key(c, versions) != F.cache_key(dataclasses.replace(c, conj=True), versions)
 
 
 def test_disk_cache_round_trip(tmp_path):
@@ -367,3 +373,66 @@ def test_pyproject_declares_the_extra():
     deps = " ".join(extras[name])
     for pkg in ("numba-cuda", "nvidia-libmathdx-cu13", "nvmath-python[cu13]"):
         assert pkg in deps, pkg
+
+
+# --------------------------------------------------------------------------- layout plans
+def test_plan_call_table():
+    P = F.plan_call
+    # row-major inputs: read as they are, whatever the layout policy
+    for layout in F.LAYOUTS:
+        assert P("inverse", "float64", False, "row_major", layout=layout) == dict(
+            upper=False, arr_a="row_major", arr_b="row_major", conj=False, out="row_major")
+    # column-major inputs, native: the buffer's own order, the caller's fill mode
+    assert P("potrf", "complex64", True, "col_major", layout="native") == dict(
+        upper=True, arr_a="col_major", arr_b="col_major", conj=False, out="col_major")
+    # column-major inputs, row_major policy: the transpose's buffer, fill mode flipped
+    assert P("potrf", "complex64", True, "col_major", layout="row_major") == dict(
+        upper=False, arr_a="row_major", arr_b="row_major", conj=False, out="col_major")
+    assert P("solve", "float32", False, "col_major", "col_major", layout="row_major") == dict(
+        upper=True, arr_a="row_major", arr_b="col_major", conj=False, out="col_major")
+    assert P("solve", "complex128", False, "col_major", "row_major", layout="row_major")["conj"]
+    assert not P("solve", "complex128", False, "row_major", "row_major", layout="row_major")["conj"]
+    assert P("inverse", "float64", False, "col_major") == P("inverse", "float64", False, "col_major",
+                                                           layout=F.LAYOUT)
+    with pytest.raises(ValueError):
+        P("inverse", "float64", False, "col_major", layout="C")
+    with pytest.raises(ValueError):
+        P("solve", "float64", False, "row_major")
+
+
+def _via_plan(op, A_or_L, B, upper, in_a, in_b, layout, bpb=3):
+    """Run op through plan_call and the emulated kernel on buffers in the given memory
+    orders; returns the result as matrices read in the plan's output order."""
+    batch, n = A_or_L.shape[0], A_or_L.shape[-1]
+    dtype = str(A_or_L.dtype)
+    p = F.plan_call(op, dtype, upper, in_a, in_b, layout)
+    nrhs = B.shape[-1] if op == "solve" else (0 if op == "potrf" else n)
+    k = key(op, n, nrhs=nrhs, dtype=dtype, upper=p["upper"], arr_a=p["arr_a"], arr_b=p["arr_b"],
+            bpb=bpb, conj=p["conj"])
+    X, info = emulate(k, _buffer(A_or_L, in_a), None if B is None else _buffer(B, in_b), batch)
+    return _matrices(X, batch, n, nrhs if op == "solve" else n, p["out"]), info
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("layout", F.LAYOUTS)
+def test_column_major_inputs_under_each_layout(dtype, upper, layout):
+    # what the flip relies on: a column-major L is a row-major L^T (for complex: the
+    # conjugate of the factor cuSOLVERDx expects); results must not depend on the policy
+    n, batch = 5, 7
+    A = _spd(batch, n, dtype, seed=3)
+    Ainv = np.linalg.inv(A)
+    L, info = _via_plan("potrf", A, None, upper, "col_major", None, layout)
+    assert list(info) == [0] * batch
+    ref = np.stack([scipy.linalg.cholesky(a, lower=not upper) for a in A])
+    np.testing.assert_allclose(L, ref, atol=1e-12)
+    X, _ = _via_plan("inverse", ref, None, upper, "col_major", None, layout)
+    np.testing.assert_allclose(X, Ainv, atol=1e-10)
+    X, info = _via_plan("potrf_inverse", A, None, upper, "col_major", None, layout)
+    np.testing.assert_allclose(X, Ainv, atol=1e-10)
+    B = np.random.default_rng(4).standard_normal((batch, n, 3)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        B = B + 1j * np.random.default_rng(5).standard_normal((batch, n, 3))
+    for in_b in ("row_major", "col_major"):
+        X, _ = _via_plan("solve", ref, B, upper, "col_major", in_b, layout)
+        np.testing.assert_allclose(X, np.linalg.solve(A, B), atol=1e-10)

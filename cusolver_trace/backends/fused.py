@@ -19,13 +19,21 @@ a CuPy ``Function`` call takes raw pointers, while a numba kernel call goes thro
 numba's argument marshalling (tens of µs); numba-cuda is still needed, as
 ``nvmath.device`` imports it.
 
-Layout. Inputs are torch tensors ``(..., n, n)`` whose matrices are contiguous either
-row by row (``stride(-1) == 1``, torch's default) or column by column (``.mT``
-contiguous, as ``torch.linalg.cholesky`` returns). Each block copies its matrices to
-shared memory element for element, in the same order, and cuSOLVERDx is told that
-order (``arrangement`` ``row_major`` / ``col_major``, leading dimension n) with the
-caller's fill mode: no transposition, no conjugation, no copy of the input. A tensor of
-any other stride pattern is first copied with ``.contiguous()``.
+Layout (:func:`plan_call`). Inputs are torch tensors ``(..., n, n)`` whose matrices are
+contiguous either row by row (``stride(-1) == 1``, torch's default) or column by column
+(``.mT`` contiguous, as ``torch.linalg.cholesky`` returns); any other stride pattern is
+first copied with ``.contiguous()``. Each block copies its matrices to shared memory
+element for element, in the same order (coalesced, no transposition), and cuSOLVERDx is
+told how to read them: ``layout="native"`` declares the buffer's own order
+(``arrangement`` ``col_major`` for a column-major tensor) with the caller's fill mode;
+``layout="row_major"`` (the default: cuSOLVERDx's row-major kernels measured faster on an
+H200) reads a column-major buffer as the row-major buffer of the transpose, so the fill
+mode flips (a column-major L is a row-major Lᵀ, upper). For complex matrices that
+transpose is the conjugate of the factor cuSOLVERDx expects, which makes it solve with
+conj(A): harmless for the inverse (conj(A)⁻¹ read back transposed is A⁻¹, A being
+Hermitian) and for potrf (the factor of conj(A), read back transposed, is A's), and undone
+in ``solve`` by conjugating B on load and X on store. Results come back in the input's
+memory order.
 
 Everything above the ``# --- GPU`` line is pure Python (shapes, keys, the kernel
 source, the disk cache) and is tested without a GPU.
@@ -43,7 +51,8 @@ from pathlib import Path
 
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
            "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
-           "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT"]
+           "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT",
+           "plan_call", "LAYOUT", "LAYOUTS"]
 
 EXTRA = "cusolver-trace[cuda13-fused]"
 """The pip extra that installs what this backend needs."""
@@ -251,6 +260,9 @@ class FusedKey:
         Thread block (x, y, z).
     sm : tuple of int
         Compute capability (major, minor).
+    conj : bool
+        ``solve`` only, complex only: conjugate B on load and X on store (the row-major
+        reading of a column-major complex factor, :func:`plan_call`).
     """
 
     op: str
@@ -264,6 +276,7 @@ class FusedKey:
     batches_per_block: int
     block: tuple
     sm: tuple
+    conj: bool = False
 
     def __post_init__(self):
         if self.op not in OPS:
@@ -282,6 +295,8 @@ class FusedKey:
             raise ValueError("potrf has no right-hand side")
         if self.op != "potrf" and not 1 <= self.kc <= self.nrhs:
             raise ValueError(f"need 1 <= kc <= nrhs, got kc={self.kc} nrhs={self.nrhs}")
+        if self.conj and (self.op != "solve" or not _DTYPES[self.dtype][1]):
+            raise ValueError("conj applies to complex solve kernels only")
 
     @property
     def threads(self) -> int:
@@ -321,6 +336,7 @@ _KERNEL = r"""
 #define A_ROW {a_row}
 #define B_ROW {b_row}
 #define IS_COMPLEX {is_complex}
+#define CONJ {conj}
 typedef {real} R;
 #if IS_COMPLEX
 struct __align__(2 * sizeof(R)) V {{ R x, y; }};
@@ -385,6 +401,9 @@ extern "C" __global__ void __launch_bounds__(NT)
 #if OP == 3
             if (j < here && col < NRHS)
                 v = B[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)];
+#if CONJ
+            v.y = -v.y;
+#endif
 #else
             if (r == col) v = vone();
 #endif
@@ -397,8 +416,13 @@ extern "C" __global__ void __launch_bounds__(NT)
             const int j = i / (N * KC), e = i - j * (N * KC);
             const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
             const int col = c0 + cc;
-            if (col < NRHS)
-                X[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)] = sB[i];
+            if (col < NRHS) {{
+                V w = sB[i];
+#if CONJ
+                w.y = -w.y;
+#endif
+                X[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)] = w;
+            }}
         }}
         __syncthreads();
     }}
@@ -434,8 +458,64 @@ def kernel_source(key: FusedKey, symbols: dict) -> str:
         n=key.n, nrhs=key.nrhs or 1, kc=key.kc or 1, chunks=key.chunks, bpb=key.batches_per_block,
         threads=key.threads, op_code=_OP_CODE[key.op], upper=int(key.upper),
         a_row=int(key.arr_a == "row_major"), b_row=int(key.arr_b == "row_major"),
-        is_complex=int(is_complex), real=real, decls="\n".join(decls), name=key.kernel_name,
+        is_complex=int(is_complex), conj=int(key.conj), real=real, decls="\n".join(decls),
+        name=key.kernel_name,
         potrf=symbols.get("potrf", "/*none*/"), potrs=symbols.get("potrs", "/*none*/"))
+
+
+LAYOUTS = ("row_major", "native")
+#: How column-major inputs are read by default (:func:`plan_call`).
+LAYOUT = "row_major"
+
+
+def plan_call(op: str, dtype: str, upper: bool, in_a: str, in_b: str | None = None,
+              layout: str | None = None) -> dict:
+    """How one call's buffers are handed to cuSOLVERDx: the kernel's fill mode and
+    arrangements, whether B / X are conjugated, and the memory order of the result.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`OPS`.
+    dtype : str
+    upper : bool
+        The caller's fill mode.
+    in_a, in_b : str
+        Memory order of A (or L) and of B (``solve``): ``"row_major"`` / ``"col_major"``.
+    layout : {"row_major", "native"} or None
+        None: :data:`LAYOUT`.
+
+    Returns
+    -------
+    dict
+        ``upper``, ``arr_a``, ``arr_b``, ``conj`` for :class:`FusedKey`, and ``out``: the
+        memory order of the result tensor.
+
+    Examples
+    --------
+    >>> plan_call("inverse", "float64", False, "col_major")      # L from linalg.cholesky
+    {'upper': True, 'arr_a': 'row_major', 'arr_b': 'row_major', 'conj': False, 'out': 'col_major'}
+    >>> plan_call("inverse", "float64", False, "col_major", layout="native")
+    {'upper': False, 'arr_a': 'col_major', 'arr_b': 'col_major', 'conj': False, 'out': 'col_major'}
+    >>> plan_call("solve", "complex64", True, "col_major", "row_major")["conj"]
+    True
+    """
+    layout = LAYOUT if layout is None else layout
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    for a in (in_a, in_b):
+        if a not in (None, "row_major", "col_major"):
+            raise ValueError(f"memory order must be row_major or col_major, got {a!r}")
+    flip = in_a == "col_major" and layout == "row_major"
+    arr_a = "row_major" if flip else in_a
+    if op == "solve":
+        if in_b is None:
+            raise ValueError("solve needs B's memory order")
+        return {"upper": bool(upper) != flip, "arr_a": arr_a, "arr_b": in_b,
+                "conj": flip and _DTYPES[dtype][1], "out": in_b}
+    # potrf: arr_b unused (kept equal to arr_a); the inverses write X as they read A
+    return {"upper": bool(upper) != flip, "arr_a": arr_a, "arr_b": arr_a, "conj": False,
+            "out": in_a}
 
 
 def cache_key(key: FusedKey, versions: dict) -> str:
@@ -751,7 +831,7 @@ _DEVICE: dict = {}
 
 def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
              sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
-             block: tuple | None = None) -> FusedKey:
+             block: tuple | None = None, conj: bool = False) -> FusedKey:
     """The :class:`FusedKey` for one call: cuSOLVERDx's suggested batches per block and
     block size unless given (or a tuned choice from :data:`TUNED`), batches per block
     lowered until the block fits in ``limit`` bytes of shared memory (less
@@ -777,7 +857,7 @@ def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, ar
         bpb = max(1, bpb // 2)
     block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
     return FusedKey(op, n, nrhs if op != "potrf" else 0, kc, dtype, bool(upper), arr_a, arr_b,
-                    bpb, block, tuple(sm))
+                    bpb, block, tuple(sm), bool(conj))
 
 
 #: Tuned ``(batches_per_block, block)`` per ``(op, n, dtype)``, from measurements on an
@@ -817,11 +897,11 @@ def _load_function(idx: int, key: FusedKey):
 
 
 def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str,
-           arr_b: str, batches_per_block=None, block=None):
+           arr_b: str, batches_per_block=None, block=None, conj: bool = False):
     """``(CuPy function, FusedKey, CuPy module)`` for one call on device ``idx``, compiled or
     loaded on first use and cached in memory (the hot path is one dict lookup)."""
     memo = (idx, op, n, nrhs, dtype, upper, arr_a, arr_b, batches_per_block,
-            None if block is None else tuple(block))
+            None if block is None else tuple(block), conj)
     hit = _MODULES.get(memo)
     if hit is not None:
         return hit
@@ -830,7 +910,7 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
         if hit is None:
             sm, limit = _device_facts(idx)
             key = make_key(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit,
-                           batches_per_block, block)
+                           batches_per_block, block, conj)
             fn, mod = _load_function(idx, key)
             hit = _MODULES[memo] = (fn, key, mod)
     return hit
@@ -877,7 +957,7 @@ def _empty(torch, batch_shape, r, c, arr, like):
     return torch.empty((*batch_shape, c, r), dtype=like.dtype, device=like.device).mT
 
 
-def _run(op, x, b, upper, nrhs, arr_b, out_cols, info_needed, batches_per_block, block):
+def _run(op, x, b, upper, info_needed, batches_per_block, block, layout):
     _tools()   # first: a missing extra is named before anything else fails
     import cupy as cp
     import numpy as np
@@ -886,19 +966,22 @@ def _run(op, x, b, upper, nrhs, arr_b, out_cols, info_needed, batches_per_block,
     dtype = str(x.dtype).removeprefix("torch.")
     if dtype not in _DTYPES:
         raise TypeError(f"fused: unsupported dtype {dtype}")
-    x, arr_a = _operand(x)
+    x, in_a = _operand(x)
     n = x.shape[-1]
     batch_shape = x.shape[:-2]
     batch = math.prod(batch_shape)
     idx = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    in_b = None
     if b is not None:
-        b, arr_b = _operand(b)
-    fn, key, _ = kernel(idx, op, n, nrhs, dtype, bool(upper), arr_a, arr_b,
-                        batches_per_block, block)
-    if op == "potrf":
-        out = _empty(torch, batch_shape, n, n, arr_a, x)
-    else:
-        out = _empty(torch, batch_shape, n, out_cols, arr_b, x)
+        b, in_b = _operand(b)
+    plan = _PLANS.get((op, dtype, upper, in_a, in_b, layout))
+    if plan is None:
+        plan = _PLANS[op, dtype, upper, in_a, in_b, layout] = plan_call(op, dtype, upper, in_a,
+                                                                        in_b, layout)
+    nrhs = b.shape[-1] if op == "solve" else (0 if op == "potrf" else n)
+    fn, key, _ = kernel(idx, op, n, nrhs, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
+                        batches_per_block, block, plan["conj"])
+    out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, plan["out"], x)
     info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
     if batch == 0:
         return out, info
@@ -914,8 +997,11 @@ def _run(op, x, b, upper, nrhs, arr_b, out_cols, info_needed, batches_per_block,
     return out, info
 
 
+_PLANS: dict = {}
+
+
 # --------------------------------------------------------------------------- backend routines
-def potrf(a, upper: bool, *, batches_per_block=None, block=None):
+def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
     """Cholesky factors of a batch of small matrices, one cuSOLVERDx ``potrf`` kernel.
 
     Parameters
@@ -927,6 +1013,8 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None):
         A = Uᴴ·U instead of L·Lᴴ.
     batches_per_block, block : int, tuple of int, optional
         Override cuSOLVERDx's suggestion (tuning).
+    layout : {"row_major", "native"}, optional
+        How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
 
     Returns
     -------
@@ -950,10 +1038,10 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None):
     --------
     >>> L, info = potrf(A, False)   # doctest: +SKIP
     """
-    return _run("potrf", a, None, upper, 0, "row_major", 0, True, batches_per_block, block)
+    return _run("potrf", a, None, upper, True, batches_per_block, block, layout)
 
 
-def potrs(c, b, upper: bool, *, batches_per_block=None, block=None):
+def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None):
     """Solve A·X = B from A's Cholesky factor for a batch of small systems, one kernel.
 
     Parameters
@@ -968,6 +1056,8 @@ def potrs(c, b, upper: bool, *, batches_per_block=None, block=None):
         A = Uᴴ·U instead of L·Lᴴ.
     batches_per_block, block : int, tuple of int, optional
         Override cuSOLVERDx's suggestion (tuning).
+    layout : {"row_major", "native"}, optional
+        How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
 
     Returns
     -------
@@ -989,11 +1079,10 @@ def potrs(c, b, upper: bool, *, batches_per_block=None, block=None):
     --------
     >>> X, _ = potrs(torch.linalg.cholesky(A), B, False)   # doctest: +SKIP
     """
-    nrhs = b.shape[-1]
-    return _run("solve", c, b, upper, nrhs, "row_major", nrhs, True, batches_per_block, block)
+    return _run("solve", c, b, upper, True, batches_per_block, block, layout)
 
 
-def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None):
+def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layout=None):
     """A⁻¹ from A's Cholesky factor for a batch of small matrices, one kernel: cuSOLVERDx
     ``potrs`` on an identity built in shared memory (never read from global memory).
 
@@ -1006,6 +1095,8 @@ def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None):
         A = Uᴴ·U instead of L·Lᴴ.
     batches_per_block, block : int, tuple of int, optional
         Override cuSOLVERDx's suggestion (tuning).
+    layout : {"row_major", "native"}, optional
+        How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
 
     Returns
     -------
@@ -1028,12 +1119,11 @@ def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None):
     --------
     >>> Ainv, _ = cholesky_inverse(torch.linalg.cholesky(A), False)   # doctest: +SKIP
     """
-    n = c.shape[-1]
-    x, _ = _run("inverse", c, None, upper, n, _order(c), n, False, batches_per_block, block)
+    x, _ = _run("inverse", c, None, upper, False, batches_per_block, block, layout)
     return x, None
 
 
-def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None):
+def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
     """A → A⁻¹ for a batch of small Hermitian positive definite matrices in one kernel:
     cuSOLVERDx ``potrf``, then ``potrs`` on the identity; the factor never leaves shared
     memory.
@@ -1046,6 +1136,8 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None):
         Factor the upper triangle.
     batches_per_block, block : int, tuple of int, optional
         Override cuSOLVERDx's suggestion (tuning).
+    layout : {"row_major", "native"}, optional
+        How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
 
     Returns
     -------
@@ -1066,9 +1158,4 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None):
     --------
     >>> Ainv, info = potrf_inverse(A, False)   # doctest: +SKIP
     """
-    n = a.shape[-1]
-    return _run("potrf_inverse", a, None, upper, n, _order(a), n, True, batches_per_block, block)
-
-
-def _order(x) -> str:
-    return "col_major" if (not x.is_contiguous() and x.mT.is_contiguous()) else "row_major"
+    return _run("potrf_inverse", a, None, upper, True, batches_per_block, block, layout)

@@ -61,25 +61,13 @@ def _opt(e, method: str) -> int:
         return 0
 
 
-def _annotation(e) -> bool:
-    """A ``gpu_user_annotation`` (a ``record_function`` range such as ``Optimizer.step#Adam.step``
-    drawn on the GPU timeline): it spans kernels and is not one, so it must not be counted."""
-    try:
-        if e.is_user_annotation():
-            return True
-    except Exception:
-        pass
-    try:
-        return "annotation" in str(e.activity_type()).lower()
-    except Exception:
-        return False
-
-
-def _events(prof) -> list:
+def _events(prof, hook) -> list:
+    # the hook module the bootstrap loaded (or cusolver_trace.tracing._hook when imported)
+    annotation = sys.modules[type(hook).__module__]._annotation
     out = []
     for e in prof.profiler.kineto_results.events():
         cuda = "CUDA" in str(e.device_type())
-        if cuda and _annotation(e):
+        if cuda and annotation(e):  # a record_function range drawn on the GPU: not a kernel
             continue
         name = e.name()
         if not cuda and not name.startswith(_KEEP_CPU_PREFIXES):
@@ -199,7 +187,7 @@ def main(hook, argv: list) -> None:
                 pass
             try:
                 prof.stop()
-                _write(folder, "events.json", _events(prof))
+                _write(folder, "events.json", _events(prof, hook))
             except Exception as e:
                 status["timing"] = False
                 status["why"] = f"torch.profiler failed to stop ({type(e).__name__}: {e})"

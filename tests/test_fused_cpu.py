@@ -24,10 +24,10 @@ SM = (9, 0)
 
 
 def key(op="inverse", n=8, nrhs=None, dtype="float64", upper=False, arr_a="row_major",
-        arr_b="row_major", bpb=4, block=(32, 1, 1), kc=None, conj=False):
+        arr_b="row_major", bpb=4, block=(32, 1, 1), kc=None, conj=False, pad=0):
     nrhs = (n if nrhs is None else nrhs) if op != "potrf" else 0
     kc = (nrhs if kc is None else kc) if op != "potrf" else 0
-    return F.FusedKey(op, n, nrhs, kc, dtype, upper, arr_a, arr_b, bpb, block, SM, conj)
+    return F.FusedKey(op, n, nrhs, kc, dtype, upper, arr_a, arr_b, bpb, block, SM, conj, pad)
 
 
 # --------------------------------------------------------------------------- arrangements
@@ -92,6 +92,18 @@ def test_shared_bytes_and_chunks():
         F.rhs_chunk("potrf", 128, 0, "complex128", 1)
     assert F.fits("inverse", 128, "float64") and not F.fits("inverse", 128, "complex128")
     assert F.fits("potrf", 64, "complex128")
+    # padding: A's rows (or columns) n + pad long, B's kc + pad (row-major) or n + pad
+    assert F.shared_bytes("inverse", 8, 8, "float64", 2, pad=1) == 2 * 8 * 9 * 8 * 2 + 16
+    assert F.shared_bytes("solve", 8, 3, "float64", 1, pad=1, arr_b="col_major") == \
+        _r16(8 * 9 * 8) + _r16(3 * 9 * 8) + 16
+    k = key(op="solve", n=8, nrhs=3, arr_b="col_major", bpb=1, pad=1)
+    assert (k.lda, k.ldb) == (9, 9) and key(op="solve", n=8, nrhs=3, pad=1).ldb == 4
+    with pytest.raises(ValueError):
+        key(pad=9)
+
+
+def _r16(x):
+    return -(-x // 16) * 16
 
 
 def test_fused_key_validation():
@@ -156,28 +168,36 @@ def _cells(i, n, kc, row):
 
 
 def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
-    """Run the kernel's loops in Python on flat global buffers; returns (X flat, info)."""
-    n, bpb, nn = k.n, k.batches_per_block, k.n * k.n
+    """Run the kernel's loops in Python on flat global buffers; returns (X flat, info).
+    Shared memory padding (leading dimensions > n) holds NaN: reading it poisons results."""
+    n, bpb, nn, lda, ldb = k.n, k.batches_per_block, k.n * k.n, k.lda, k.ldb
     a_row, b_row = k.arr_a == "row_major", k.arr_b == "row_major"
     kc, nrhs = max(k.kc, 1), max(k.nrhs, 1)
+    sb_one = n * ldb if b_row else kc * ldb
     dt = A.dtype
     X = np.full(batch * (nn if k.op == "potrf" else n * nrhs), np.nan, dt)
     info = np.full(batch, -99, np.int32)
 
-    def view(sm, j, cols, row):  # matrix j of a shared buffer as cuSOLVERDx reads it
-        blk = sm[j * n * cols:(j + 1) * n * cols]
-        return blk.reshape(n, cols) if row else blk.reshape(cols, n).T
+    def view_a(sm, j):  # matrix j of sA as cuSOLVERDx reads it (arrangement, lda)
+        blk = sm[j * n * lda:(j + 1) * n * lda].reshape(n, lda)[:, :n]
+        return blk if a_row else blk.T
+
+    def view_b(sm, j):
+        blk = sm[j * sb_one:(j + 1) * sb_one]
+        return blk.reshape(n, ldb)[:, :kc] if b_row else blk.reshape(kc, ldb)[:, :n].T
 
     for blk in range(F.grid_size(batch, bpb)):
         m0 = blk * bpb
         here = min(bpb, batch - m0)
         i = np.arange(bpb * nn)
         j, e = i // nn, i % nn
-        sA = np.where(j < here, A[np.minimum(m0 * nn + i, A.size - 1)],
-                      np.where(e // n == e % n, 1, 0)).astype(dt)
+        sidx = j * (n * lda) + (e // n) * lda + e % n          # the kernel's formula
+        sA = np.full(bpb * n * lda, np.nan, dt)
+        sA[sidx] = np.where(j < here, A[np.minimum(m0 * nn + i, A.size - 1)],
+                            np.where(e // n == e % n, 1, 0))
         factors = []
         for jj in range(bpb):
-            M = view(sA, jj, n, a_row)   # a view: writes go to sA
+            M = view_a(sA, jj)   # a view: writes go to sA
             if k.op in ("potrf", "potrf_inverse"):
                 full = np.triu(M) + np.triu(M, 1).conj().T if k.upper else np.tril(M) + np.tril(M, -1).conj().T
                 try:
@@ -191,12 +211,11 @@ def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
                     info[m0 + jj] = code
             factors.append((M.copy(), k.upper))
         if k.op == "potrf":
-            jj, ee = i // nn, i % nn
-            r = np.where(a_row, ee // n, ee % n)
-            c = np.where(a_row, ee % n, ee // n)
+            r = np.where(a_row, e // n, e % n)
+            c = np.where(a_row, e % n, e // n)
             keep = (r <= c) if k.upper else (r >= c)
             live = i < here * nn
-            X[m0 * nn + i[live]] = np.where(keep, sA, 0)[live]
+            X[m0 * nn + i[live]] = np.where(keep, sA[sidx], 0)[live]
             continue
         for ch in range(k.chunks):
             c0 = ch * kc
@@ -204,19 +223,21 @@ def emulate(k: F.FusedKey, A: np.ndarray, B: np.ndarray | None, batch: int):
             j, r, cc = _cells(i, n, kc, b_row)
             col = c0 + cc
             gidx = (m0 + j) * n * nrhs + np.where(b_row, r * nrhs + col, col * n + r)
+            bidx = j * sb_one + np.where(b_row, r * ldb + cc, cc * ldb + r)
+            sB = np.full(bpb * sb_one, np.nan, dt)
             if k.op == "solve":
                 ok = (j < here) & (col < nrhs)
-                sB = np.where(ok, B[np.where(ok, gidx, 0)], 0).astype(dt)
-                if k.conj:
-                    sB = np.conj(sB)
+                v = np.where(ok, B[np.where(ok, gidx, 0)], 0).astype(dt)
+                sB[bidx] = np.conj(v) if k.conj else v
             else:
-                sB = np.where(r == col, 1, 0).astype(dt)
+                sB[bidx] = np.where(r == col, 1, 0)
             for jj in range(bpb):
                 M, up = factors[jj]
-                Bj = view(sB, jj, kc, b_row)
+                Bj = view_b(sB, jj)
                 Bj[...] = scipy.linalg.cho_solve((M, not up), Bj.copy())
             live = (i < here * n * kc) & (col < nrhs)
-            X[gidx[live]] = (np.conj(sB) if k.conj else sB)[live]
+            out = sB[bidx]
+            X[gidx[live]] = (np.conj(out) if k.conj else out)[live]
     return X, info
 
 
@@ -239,13 +260,15 @@ def _matrices(flat, batch, r, c, arr):
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("arr", ["row_major", "col_major"])
-def test_emulated_kernel_inverse_and_potrf(dtype, upper, arr):
+@pytest.mark.parametrize("pad", [0, 1])
+def test_emulated_kernel_inverse_and_potrf(dtype, upper, arr, pad):
     n, batch = 5, 7                               # 7 = 2 blocks of 3 + a tail of 1
     A = _spd(batch, n, dtype)
     A[2, 1, 1] = -5                               # not positive definite: info != 0
     Ainv = np.linalg.inv(A)
     # potrf: the factor, other triangle zero, info per matrix, tail written, nothing else
-    X, info = emulate(key("potrf", n, dtype=dtype, upper=upper, arr_a=arr, bpb=3), _buffer(A, arr), None, batch)
+    X, info = emulate(key("potrf", n, dtype=dtype, upper=upper, arr_a=arr, bpb=3, pad=pad),
+                      _buffer(A, arr), None, batch)
     L = _matrices(X, batch, n, n, arr)
     assert list(info) == [0, 0, 1, 0, 0, 0, 0]
     for m in (0, 1, 3, 6):
@@ -257,11 +280,12 @@ def test_emulated_kernel_inverse_and_potrf(dtype, upper, arr):
                      for m in range(batch)])
     junk = np.where(np.triu(np.ones((n, n), bool)) if upper else np.tril(np.ones((n, n), bool)),
                     Lref, 7.0).astype(dtype)
-    X, _ = emulate(key("inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3),
+    X, _ = emulate(key("inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3, pad=pad),
                    _buffer(junk, arr), None, batch)
     np.testing.assert_allclose(_matrices(X, batch, n, n, arr)[good], Ainv[good], atol=1e-10)
     # A -> A^-1 in one go
-    X, info = emulate(key("potrf_inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3),
+    X, info = emulate(key("potrf_inverse", n, dtype=dtype, upper=upper, arr_a=arr, arr_b=arr, bpb=3,
+                          pad=pad),
                       _buffer(A, arr), None, batch)
     assert list(info) == [0, 0, 1, 0, 0, 0, 0]
     np.testing.assert_allclose(_matrices(X, batch, n, n, arr)[good], Ainv[good], atol=1e-10)
@@ -269,12 +293,13 @@ def test_emulated_kernel_inverse_and_potrf(dtype, upper, arr):
 
 @pytest.mark.parametrize("arr_a,arr_b", [("col_major", "row_major"), ("row_major", "col_major")])
 @pytest.mark.parametrize("nrhs,kc", [(1, 1), (3, 3), (7, 3), (6, 4)])
-def test_emulated_kernel_solve_in_chunks(arr_a, arr_b, nrhs, kc):
+@pytest.mark.parametrize("pad", [0, 2])
+def test_emulated_kernel_solve_in_chunks(arr_a, arr_b, nrhs, kc, pad):
     n, batch = 6, 5
     A = _spd(batch, n, "float64", seed=1)
     B = np.random.default_rng(2).standard_normal((batch, n, nrhs))
     L = np.stack([np.linalg.cholesky(a) for a in A])
-    k = key("solve", n, nrhs=nrhs, kc=kc, arr_a=arr_a, arr_b=arr_b, bpb=2)
+    k = key("solve", n, nrhs=nrhs, kc=kc, arr_a=arr_a, arr_b=arr_b, bpb=2, pad=pad)
     X, _ = emulate(k, _buffer(L, arr_a), _buffer(B, arr_b), batch)
     np.testing.assert_allclose(_matrices(X, batch, n, nrhs, arr_b), np.linalg.solve(A, B), atol=1e-10)
 

@@ -162,10 +162,12 @@ def tail(batch: int, batches_per_block: int) -> int:
     return r if r else batches_per_block
 
 
-def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int) -> int:
-    """Shared memory (bytes) of one block: ``batches_per_block`` matrices A (n x n), for
-    the solving kernels as many right-hand-side chunks (n x kc), and one int32 info each;
-    A is aligned to 16 bytes, each part rounded up to 16.
+def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int, pad: int = 0,
+                 arr_b: str = "row_major") -> int:
+    """Shared memory (bytes) of one block: ``batches_per_block`` matrices A (n x n, leading
+    dimension n + pad), for the solving kernels as many right-hand-side chunks (n x kc,
+    leading dimension kc + pad row-major or n + pad column-major), and one int32 info
+    each; A is aligned to 16 bytes, each part rounded up to 16.
 
     Examples
     --------
@@ -173,8 +175,9 @@ def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int) -
     16400
     """
     isz = _DTYPES[dtype][2]
-    a = _round16(batches_per_block * n * n * isz)
-    b = _round16(batches_per_block * n * kc * isz) if op != "potrf" else 0
+    a = _round16(batches_per_block * n * (n + pad) * isz)
+    one_b = n * (kc + pad) if arr_b == "row_major" else kc * (n + pad)
+    b = _round16(batches_per_block * one_b * isz) if op != "potrf" else 0
     return a + b + _round16(4 * batches_per_block)
 
 
@@ -183,7 +186,7 @@ def _round16(x: int) -> int:
 
 
 def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
-              limit: int = SMEM_LIMIT) -> int:
+              limit: int = SMEM_LIMIT, pad: int = 0, arr_b: str = "row_major") -> int:
     """Columns of the right-hand side solved per ``potrs`` call (the kernel loops over
     ``ceil(nrhs / kc)`` chunks): all of them when A and B fit in ``limit`` bytes of
     shared memory, else the most that fit. 0 for ``potrf`` (no right-hand side).
@@ -202,11 +205,11 @@ def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
     98
     """
     if op == "potrf":
-        if shared_bytes(op, n, 0, dtype, batches_per_block) > limit:
+        if shared_bytes(op, n, 0, dtype, batches_per_block, pad, arr_b) > limit:
             raise ValueError(_too_big(op, n, dtype, batches_per_block, limit))
         return 0
     kc = nrhs
-    while kc >= 1 and shared_bytes(op, n, kc, dtype, batches_per_block) > limit:
+    while kc >= 1 and shared_bytes(op, n, kc, dtype, batches_per_block, pad, arr_b) > limit:
         kc -= 1
     if kc < 1:
         raise ValueError(_too_big(op, n, dtype, batches_per_block, limit))
@@ -263,6 +266,10 @@ class FusedKey:
     conj : bool
         ``solve`` only, complex only: conjugate B on load and X on store (the row-major
         reading of a column-major complex factor, :func:`plan_call`).
+    pad : int
+        Extra elements per row / column in shared memory: leading dimensions ``n + pad``
+        for A and ``kc + pad`` (row-major B) or ``n + pad`` (column-major B), against bank
+        conflicts (a tuning knob; global memory is untouched).
     """
 
     op: str
@@ -277,6 +284,7 @@ class FusedKey:
     block: tuple
     sm: tuple
     conj: bool = False
+    pad: int = 0
 
     def __post_init__(self):
         if self.op not in OPS:
@@ -297,6 +305,8 @@ class FusedKey:
             raise ValueError(f"need 1 <= kc <= nrhs, got kc={self.kc} nrhs={self.nrhs}")
         if self.conj and (self.op != "solve" or not _DTYPES[self.dtype][1]):
             raise ValueError("conj applies to complex solve kernels only")
+        if not 0 <= self.pad <= 8:
+            raise ValueError(f"pad must be 0..8, got {self.pad}")
 
     @property
     def threads(self) -> int:
@@ -307,8 +317,17 @@ class FusedKey:
         return -(-self.nrhs // self.kc) if self.kc else 0
 
     @property
+    def lda(self) -> int:
+        return self.n + self.pad
+
+    @property
+    def ldb(self) -> int:
+        return (self.kc if self.arr_b == "row_major" else self.n) + self.pad
+
+    @property
     def shared_bytes(self) -> int:
-        return shared_bytes(self.op, self.n, self.kc, self.dtype, self.batches_per_block)
+        return shared_bytes(self.op, self.n, self.kc, self.dtype, self.batches_per_block,
+                            self.pad, self.arr_b)
 
     @property
     def kernel_name(self) -> str:
@@ -326,6 +345,8 @@ _OP_CODE = {"potrf": 0, "inverse": 1, "potrf_inverse": 2, "solve": 3}
 # potrf / potrs: the copies and the batching around them are the caller's part.
 _KERNEL = r"""
 #define N {n}
+#define LDA {lda}
+#define LDB {ldb}
 #define NRHS {nrhs}
 #define KC {kc}
 #define NCHUNK {chunks}
@@ -355,10 +376,11 @@ extern "C" __global__ void __launch_bounds__(NT)
 {{
     extern __shared__ __align__(16) unsigned char smem[];
     V* sA = reinterpret_cast<V*>(smem);
-    const int SA_BYTES = ((BPB * N * N * (int)sizeof(V) + 15) / 16) * 16;
+    const int SA_BYTES = ((BPB * N * LDA * (int)sizeof(V) + 15) / 16) * 16;
 #if OP != 0
     V* sB = reinterpret_cast<V*>(smem + SA_BYTES);
-    const int SB_BYTES = ((BPB * N * KC * (int)sizeof(V) + 15) / 16) * 16;
+    const int SB_ONE = B_ROW ? N * LDB : KC * LDB;      // one matrix's right-hand sides
+    const int SB_BYTES = ((BPB * SB_ONE * (int)sizeof(V) + 15) / 16) * 16;
     int* sInfo = reinterpret_cast<int*>(smem + SA_BYTES + SB_BYTES);
 #else
     int* sInfo = reinterpret_cast<int*>(smem + SA_BYTES);
@@ -371,7 +393,8 @@ extern "C" __global__ void __launch_bounds__(NT)
 
     for (int i = tid; i < BPB * N * N; i += NT) {{
         const int j = i / (N * N), e = i - j * (N * N);
-        sA[i] = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
+        const int s = j * (N * LDA) + (e / N) * LDA + e % N;   // leading dimension LDA >= N
+        sA[s] = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
     }}
     __syncthreads();
 #if OP == 0 || OP == 2
@@ -385,9 +408,10 @@ extern "C" __global__ void __launch_bounds__(NT)
     // the factor, the other triangle zeroed (as torch.linalg.cholesky returns it)
     V* Xb = X + m0 * (N * N);
     for (int i = tid; i < here * N * N; i += NT) {{
-        const int e = i % (N * N);
+        const int j = i / (N * N), e = i - j * (N * N);
+        const int s = j * (N * LDA) + (e / N) * LDA + e % N;
         const int r = A_ROW ? e / N : e % N, c = A_ROW ? e % N : e / N;
-        Xb[i] = (UPPER ? (r <= c) : (r >= c)) ? sA[i] : vzero();
+        Xb[i] = (UPPER ? (r <= c) : (r >= c)) ? sA[s] : vzero();
     }}
 #else
     const long long bstride = (long long)N * NRHS;
@@ -397,6 +421,7 @@ extern "C" __global__ void __launch_bounds__(NT)
             const int j = i / (N * KC), e = i - j * (N * KC);
             const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
             const int col = c0 + cc;
+            const int s = j * SB_ONE + (B_ROW ? r * LDB + cc : cc * LDB + r);
             V v = vzero();
 #if OP == 3
             if (j < here && col < NRHS)
@@ -407,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(NT)
 #else
             if (r == col) v = vone();
 #endif
-            sB[i] = v;
+            sB[s] = v;
         }}
         __syncthreads();
         {potrs}(sA, sB);
@@ -417,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(NT)
             const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
             const int col = c0 + cc;
             if (col < NRHS) {{
-                V w = sB[i];
+                V w = sB[j * SB_ONE + (B_ROW ? r * LDB + cc : cc * LDB + r)];
 #if CONJ
                 w.y = -w.y;
 #endif
@@ -455,7 +480,7 @@ def kernel_source(key: FusedKey, symbols: dict) -> str:
     if "potrs" in need:
         decls.append(f'extern "C" __device__ void {symbols["potrs"]}(V* a, V* b);')
     return _KERNEL.format(
-        n=key.n, nrhs=key.nrhs or 1, kc=key.kc or 1, chunks=key.chunks, bpb=key.batches_per_block,
+        n=key.n, lda=key.lda, ldb=key.ldb, nrhs=key.nrhs or 1, kc=key.kc or 1, chunks=key.chunks, bpb=key.batches_per_block,
         threads=key.threads, op_code=_OP_CODE[key.op], upper=int(key.upper),
         a_row=int(key.arr_a == "row_major"), b_row=int(key.arr_b == "row_major"),
         is_complex=int(is_complex), conj=int(key.conj), real=real, decls="\n".join(decls),
@@ -679,8 +704,9 @@ def _solver(t, fn, key: FusedKey):
     np = t["np"]
     size = (key.n, key.n, key.kc if fn == "potrs" else 1)
     arr = (key.arr_a, key.arr_b if fn == "potrs" else key.arr_a)
+    lds = (key.lda, key.ldb) if fn == "potrs" else (key.lda,)
     return t["Solver"](function=fn, size=size, precision=np.float64 if real == "double" else np.float32,
-                       execution="Block", sm=t["CC"](*key.sm), arrangement=arr,
+                       execution="Block", sm=t["CC"](*key.sm), arrangement=arr, leading_dimensions=lds,
                        fill_mode="upper" if key.upper else "lower",
                        batches_per_block=key.batches_per_block,
                        data_type="complex" if is_complex else "real", block_dim=key.block)
@@ -831,7 +857,7 @@ _DEVICE: dict = {}
 
 def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
              sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
-             block: tuple | None = None, conj: bool = False) -> FusedKey:
+             block: tuple | None = None, conj: bool = False, pad: int = 0) -> FusedKey:
     """The :class:`FusedKey` for one call: cuSOLVERDx's suggested batches per block and
     block size unless given (or a tuned choice from :data:`TUNED`), batches per block
     lowered until the block fits in ``limit`` bytes of shared memory (less
@@ -848,7 +874,7 @@ def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, ar
     bpb = int(batches_per_block)
     while True:
         try:
-            kc = rhs_chunk(op, n, nrhs, dtype, bpb, limit)
+            kc = rhs_chunk(op, n, nrhs, dtype, bpb, limit, pad, arr_b)
             if op == "potrf" or kc == nrhs or bpb == 1:
                 break
         except ValueError:
@@ -857,7 +883,7 @@ def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, ar
         bpb = max(1, bpb // 2)
     block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
     return FusedKey(op, n, nrhs if op != "potrf" else 0, kc, dtype, bool(upper), arr_a, arr_b,
-                    bpb, block, tuple(sm), bool(conj))
+                    bpb, block, tuple(sm), bool(conj), int(pad))
 
 
 #: Tuned ``(batches_per_block, block)`` per ``(op, n, dtype)``, from measurements on an
@@ -897,11 +923,11 @@ def _load_function(idx: int, key: FusedKey):
 
 
 def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str,
-           arr_b: str, batches_per_block=None, block=None, conj: bool = False):
+           arr_b: str, batches_per_block=None, block=None, conj: bool = False, pad: int = 0):
     """``(CuPy function, FusedKey, CuPy module)`` for one call on device ``idx``, compiled or
     loaded on first use and cached in memory (the hot path is one dict lookup)."""
     memo = (idx, op, n, nrhs, dtype, upper, arr_a, arr_b, batches_per_block,
-            None if block is None else tuple(block), conj)
+            None if block is None else tuple(block), conj, pad)
     hit = _MODULES.get(memo)
     if hit is not None:
         return hit
@@ -910,7 +936,7 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
         if hit is None:
             sm, limit = _device_facts(idx)
             key = make_key(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit,
-                           batches_per_block, block, conj)
+                           batches_per_block, block, conj, pad)
             fn, mod = _load_function(idx, key)
             hit = _MODULES[memo] = (fn, key, mod)
     return hit
@@ -957,7 +983,7 @@ def _empty(torch, batch_shape, r, c, arr, like):
     return torch.empty((*batch_shape, c, r), dtype=like.dtype, device=like.device).mT
 
 
-def _run(op, x, b, upper, info_needed, batches_per_block, block, layout):
+def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=0):
     _tools()   # first: a missing extra is named before anything else fails
     import cupy as cp
     import numpy as np
@@ -980,7 +1006,7 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout):
                                                                         in_b, layout)
     nrhs = b.shape[-1] if op == "solve" else (0 if op == "potrf" else n)
     fn, key, _ = kernel(idx, op, n, nrhs, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
-                        batches_per_block, block, plan["conj"])
+                        batches_per_block, block, plan["conj"], pad)
     out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, plan["out"], x)
     info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
     if batch == 0:
@@ -1001,7 +1027,8 @@ _PLANS: dict = {}
 
 
 # --------------------------------------------------------------------------- backend routines
-def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
+def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
+        pad=0):
     """Cholesky factors of a batch of small matrices, one cuSOLVERDx ``potrf`` kernel.
 
     Parameters
@@ -1015,6 +1042,8 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
         Override cuSOLVERDx's suggestion (tuning).
     layout : {"row_major", "native"}, optional
         How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
+    pad : int, optional
+        Shared-memory padding of the leading dimensions (:class:`FusedKey`; tuning).
 
     Returns
     -------
@@ -1038,10 +1067,11 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
     --------
     >>> L, info = potrf(A, False)   # doctest: +SKIP
     """
-    return _run("potrf", a, None, upper, True, batches_per_block, block, layout)
+    return _run("potrf", a, None, upper, True, batches_per_block, block, layout, pad)
 
 
-def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None):
+def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None,
+        pad=0):
     """Solve A·X = B from A's Cholesky factor for a batch of small systems, one kernel.
 
     Parameters
@@ -1058,6 +1088,8 @@ def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None)
         Override cuSOLVERDx's suggestion (tuning).
     layout : {"row_major", "native"}, optional
         How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
+    pad : int, optional
+        Shared-memory padding of the leading dimensions (:class:`FusedKey`; tuning).
 
     Returns
     -------
@@ -1079,10 +1111,11 @@ def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None)
     --------
     >>> X, _ = potrs(torch.linalg.cholesky(A), B, False)   # doctest: +SKIP
     """
-    return _run("solve", c, b, upper, True, batches_per_block, block, layout)
+    return _run("solve", c, b, upper, True, batches_per_block, block, layout, pad)
 
 
-def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layout=None):
+def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layout=None,
+        pad=0):
     """A⁻¹ from A's Cholesky factor for a batch of small matrices, one kernel: cuSOLVERDx
     ``potrs`` on an identity built in shared memory (never read from global memory).
 
@@ -1097,6 +1130,8 @@ def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layo
         Override cuSOLVERDx's suggestion (tuning).
     layout : {"row_major", "native"}, optional
         How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
+    pad : int, optional
+        Shared-memory padding of the leading dimensions (:class:`FusedKey`; tuning).
 
     Returns
     -------
@@ -1119,11 +1154,12 @@ def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layo
     --------
     >>> Ainv, _ = cholesky_inverse(torch.linalg.cholesky(A), False)   # doctest: +SKIP
     """
-    x, _ = _run("inverse", c, None, upper, False, batches_per_block, block, layout)
+    x, _ = _run("inverse", c, None, upper, False, batches_per_block, block, layout, pad)
     return x, None
 
 
-def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=None):
+def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
+        pad=0):
     """A → A⁻¹ for a batch of small Hermitian positive definite matrices in one kernel:
     cuSOLVERDx ``potrf``, then ``potrs`` on the identity; the factor never leaves shared
     memory.
@@ -1138,6 +1174,8 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=
         Override cuSOLVERDx's suggestion (tuning).
     layout : {"row_major", "native"}, optional
         How a column-major input is read (:func:`plan_call`; default :data:`LAYOUT`).
+    pad : int, optional
+        Shared-memory padding of the leading dimensions (:class:`FusedKey`; tuning).
 
     Returns
     -------
@@ -1158,4 +1196,4 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=
     --------
     >>> Ainv, info = potrf_inverse(A, False)   # doctest: +SKIP
     """
-    return _run("potrf_inverse", a, None, upper, True, batches_per_block, block, layout)
+    return _run("potrf_inverse", a, None, upper, True, batches_per_block, block, layout, pad)

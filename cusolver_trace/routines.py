@@ -630,6 +630,16 @@ AUTO_TABLE: dict[str, AutoRule] = {
 }
 
 
+def _auto_can_run(method: str, n: int, dtype: str) -> bool:
+    """Whether ``auto`` may pick ``method`` here: a ``fused`` rule is passed over where the
+    fused method cannot run (its extra ``cuda13-fused`` missing, or n too large for shared
+    memory), so that ``auto`` falls through to the next rule instead of failing."""
+    if method != "fused":
+        return True
+    fused = _fused()
+    return fused.available() is None and fused.fits("inverse", n, dtype)
+
+
 def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device="cuda") -> str:
     """The method that runs for ``method`` on ``batch`` matrices of order ``n``.
 
@@ -670,7 +680,7 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     if method == "auto":
         name = dtype_info(dtype).name
         for rule in AUTO_TABLE.values():
-            if rule.matches(n, batch, name, dev):
+            if rule.matches(n, batch, name, dev) and _auto_can_run(rule.method, n, name):
                 method = rule.method
                 break
         else:

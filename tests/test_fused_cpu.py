@@ -461,3 +461,23 @@ def test_column_major_inputs_under_each_layout(dtype, upper, layout):
     for in_b in ("row_major", "col_major"):
         X, _ = _via_plan("solve", ref, B, upper, "col_major", in_b, layout)
         np.testing.assert_allclose(X, np.linalg.solve(A, B), atol=1e-10)
+
+
+# --------------------------------------------------------------------------- auto and the extra
+def test_auto_passes_over_a_fused_rule_that_cannot_run(monkeypatch):
+    from cusolver_trace import routines
+
+    table = {"small batches": routines.AutoRule("fused", device="cuda", batch_min=2, n_max=64),
+             **routines.AUTO_TABLE}
+    monkeypatch.setattr(routines, "AUTO_TABLE", table)
+    # here the extra is missing (no nvmath / GPU): auto must not pick fused, nor fail
+    assert F.available() is not None
+    assert routines.resolve_method("auto", 32, 1000, "float64", "cuda") != "fused"
+    # where it can run, the rule wins; n beyond shared memory falls through again
+    monkeypatch.setattr(F, "available", lambda: None)
+    assert routines.resolve_method("auto", 32, 1000, "float64", "cuda") == "fused"
+    table["small batches"] = routines.AutoRule("fused", device="cuda", batch_min=2)
+    assert routines.resolve_method("auto", 512, 8, "complex128", "cuda") != "fused"
+    assert routines.resolve_method("fused", 32, 1000, "float64", "cuda") == "fused"
+    with pytest.raises(ValueError, match="CUDA"):
+        routines.resolve_method("fused", 32, 1000, "float64", "cpu")

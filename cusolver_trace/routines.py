@@ -923,7 +923,9 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
         * ``"auto"`` (default) — :func:`potrf` (torch's cuSOLVER choice), then the
           :func:`cholesky_inverse` method that ``"auto"`` picks for the factor;
         * a :data:`INVERSE_METHODS` key (``"potri"``, ``"rec_trtri_lauum"``,
-          ``"gemm_lauum"``, …) — :func:`potrf`, then that method;
+          ``"gemm_lauum"``, …) — :func:`potrf`, then that method; except ``"fused"`` (GPU
+          only, small n): one cuSOLVERDx kernel, potrf then potrs on the identity, the factor
+          never leaving shared memory (:mod:`cusolver_trace.backends.fused`);
         * ``"potrf_trsm_batched"`` (GPU only) — one ``cusolverDn<t>potrfBatched`` and two
           ``cublas<t>trsmBatched`` on the identity, one working buffer (small batched
           matrices);
@@ -1012,7 +1014,12 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
                 torch.from_numpy(np.array(l, dtype=dt.numpy, order="C", copy=True)), infos).numpy()
             info = np.asarray(infos, dtype=np.int32)
     elif a.on_gpu:
-        if used == "potrf_trsm_batched":
+        if used == "fused":
+            x, info = _fused().potrf_inverse(a.data, upper)
+            l = a.data  # the factor stays in shared memory: the check reads A's triangle
+            proutine = _routine(dt, "potrf", True, "fused")
+            iroutine = INVERSE_METHODS["fused"].routine_name(dt.name, True)
+        elif used == "potrf_trsm_batched":
             from .backends import cuda_plans
 
             x, l, info = cuda_plans.potrf_trsm_batched_factor(a.data, upper)

@@ -115,3 +115,11 @@ def test_kernel_is_cached_on_disk(tmp_path, monkeypatch):
     digest = fused.cache_key(key, fused.versions())
     fused.DiskCache().store(digest, cubin, meta)
     assert fused.DiskCache().load(digest)[0] == cubin
+
+
+def test_spd_inverse_fused_one_kernel_and_its_check():
+    A = spd(16, batch=BATCH, cond=10.0, dtype="float64", device="cuda")
+    X = ct.spd_inverse(A, method="fused")
+    assert checks.pot03(A, X) < 30
+    with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
+        ct.spd_inverse(_bad(A), method="fused")

@@ -83,6 +83,6 @@ OP = register(Op(
         *(inverse_method(name) for name in routines.METHOD_NAMES if name != "torch"),
     )},
     default_methods={"cuda": ("torch", "potri", "trsm_batched", "trtri_lauum", "rec_trtri_lauum",
-                              "auto"),
+                              "gemm_lauum", "auto"),
                      "cpu": ("torch", "potrs", "potri")},
 ))

@@ -57,13 +57,19 @@ def reference_mm(text: bytes) -> np.ndarray:
     ``int``/``float`` (no scipy): float64, or complex128 for complex files. Raises
     AssertionError / ValueError where the text does not define a matrix: a wrong entry
     count, an index out of range, an entry given twice, a token that is not a number."""
-    lines = text.decode("ascii").split("\n")
-    banner = lines[0].split()
+    # bytes split on ASCII whitespace only (a comment may hold any byte; str.split would also
+    # split on U+00A0 and friends, which no Matrix Market reader treats as a separator)
+    raw = text.split(b"\n")
+
+    def tokens(line: bytes) -> list:
+        return [t.decode("latin-1") for t in line.split()]
+
+    banner = tokens(raw[0])
     assert banner[0] == "%%MatrixMarket" and len(banner) == 5
     fmt, field, symmetry = (t.lower() for t in banner[2:])
-    rest = [ln for ln in lines[1:] if ln.strip() and not ln.startswith("%")]
-    size = [int(t) for t in rest[0].split()]
-    body = [ln.split() for ln in rest[1:]]
+    rest = [tokens(ln) for ln in raw[1:] if ln.strip() and not ln.startswith(b"%")]
+    size = [int(t) for t in rest[0]]
+    body = rest[1:]
     n = size[0]
     assert size[1] == n
     cplx = field == "complex"

@@ -699,11 +699,3 @@ def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Ten
         return None
     return _record(acc, batch)
 
-
-def __getattr__(name):
-    """``plan_runner`` / ``trtri_lauum`` live in :mod:`.cuda_plans` (importable from here too)."""
-    if name in ("plan_runner", "trtri_lauum"):
-        from . import cuda_plans
-
-        return getattr(cuda_plans, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -404,32 +404,6 @@ def _trsm(c: torch.Tensor, x: torch.Tensor, upper: bool, batched: bool):
     return x.mT, info
 
 
-def potrf_trsm_batched(A: torch.Tensor, upper: bool = False):
-    """End-to-end A → A⁻¹ for batches of small matrices: ``(Ainv, info)``.
-
-    One column-major working copy of A ``(..., n, n)``, one
-    ``cusolverDn<t>potrfBatched`` on it, then two ``cublas<t>trsmBatched`` on an
-    identity: X = L⁻ᴴ·(L⁻¹·I) (lower) or U⁻¹·(U⁻ᴴ·I) (upper). ``info`` is
-    potrfBatched's (int32, shape ``(batch,)``); where it is non-zero the inverse
-    is garbage. No synchronization, no checks. Flops (LAWN 41): potrf n³/3 + 2n³.
-    """
-    dt = dtype_info(A.dtype)
-    n, t = A.shape[-1], dt.prefix
-    w = colmajor(A)
-    x = torch.eye(n, dtype=A.dtype, device=A.device).expand(w.shape).contiguous()
-    info = _info(w)
-    ops = tuple(operation(o, dt.is_complex) for o in (("C", "N") if upper else ("N", "C")))
-    one = cb.scalar(t, 1.0)
-    with on_device(A.device) as ctx:
-        pa, px = pointer_array(w), pointer_array(x)
-        cs.potrfBatched(t, ctx.solver, fill_mode(upper), n, pa.data_ptr(), n, info.data_ptr(),
-                        w.shape[0])
-        for op in ops:
-            cb.trsmBatched(t, ctx.blas, cb.LEFT, fill_mode(upper), op, cb.NON_UNIT, n, n,
-                           one.ctypes.data, pa.data_ptr(), n, px.data_ptr(), n, w.shape[0])
-    return matrices(x, A.shape[:-2]), info
-
-
 # --------------------------------------------------------------------------- cheap checks
 # One kernel per call reduces, for each matrix of a batch, what the checks need to one small
 # record on the device: the first exact zero on the factor's diagonal, whether the factor's

@@ -5,13 +5,20 @@ import pytest
 import torch
 
 from cusolver_trace import checks, plans, routines, sweep
-from cusolver_trace.backends.cuda import potrf_trsm_batched
+from cusolver_trace.backends.cuda_plans import potrf_trsm_batched_factor
 from cusolver_trace._dtypes import dtype_info
 from cusolver_trace.ceiling import ceiling
 from cusolver_trace.errors import SingularFactorError
 from cusolver_trace.matrices import lapack_test_matrix, spd
 
 pytestmark = pytest.mark.gpu
+
+
+def potrf_trsm_batched(A, upper=False):
+    """``(A⁻¹, info)`` of the backend's potrfBatched + two trsmBatched path."""
+    X, _L, info = potrf_trsm_batched_factor(A, upper)
+    return X, info
+
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 FACTOR_METHODS = list(routines.METHOD_NAMES)

@@ -686,7 +686,9 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
         else:
             raise LookupError(f"AUTO_TABLE has no rule for n={n} batch={batch} {name} on {dev}")
     if dev != "cuda" and INVERSE_METHODS[method].gpu_only:
-        raise ValueError(f"method {method!r} runs cuBLAS and needs a CUDA input")
+        raise ValueError(f"method {method!r} runs on the GPU "
+                         f"({INVERSE_METHODS[method].routine_name(dtype, True)}) "
+                         "and needs a CUDA input")
     return method
 
 
@@ -764,6 +766,12 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
           recursive blocked plans (:mod:`cusolver_trace.plans`) whose flops run in
           GEMM-class cuBLAS kernels: the potri amount of work (2n³/3) instead of
           potrs's 2n³. On the CPU the same plans run with torch ops (for checking).
+        * ``"gemm_lauum"`` — trtri into an identity buffer, then the lauum as one GEMM
+          per block row, independent parts on two streams (:func:`plans.inverse_plan`);
+          ``"gemm_lauum_emu"`` the same with cuBLAS's FP64 emulation (GPU only, opt-in).
+          On the CPU ``gemm_lauum`` runs its plan with torch ops (for checking).
+        * ``"fused"`` (GPU only, extra ``cuda13-fused``) — one cuSOLVERDx kernel for the
+          whole batch of small matrices (n up to what shared memory holds).
         * ``"torch"`` — ``torch.cholesky_inverse`` itself.
         * ``"auto"`` — by shape from :data:`AUTO_TABLE`; :func:`inverse_method`
           says which method that is.

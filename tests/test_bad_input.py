@@ -138,6 +138,17 @@ def test_bad_values_are_usage_errors(argv, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("extra,needle", [(["--trace-timeout", "5"], "--trace-timeout is for --trace"),
+                                          (["--uplo", "lower,lower"], "same fill mode twice"),
+                                          (["--uplo", "U,upper"], "same fill mode twice")])
+def test_compare_flags_that_would_do_nothing_or_repeat_are_errors(extra, needle, capsys):
+    """A flag without effect (--trace-timeout without --trace) or a case asked for twice is
+    refused before any work, never silently ignored."""
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
 def test_nrhs_for_an_op_without_right_hand_sides_is_an_error(capsys):
     assert main(["compare", "--op", "cholesky", "--n", "4", "--nrhs", "3"]) == 2
     assert "takes none" in capsys.readouterr().err

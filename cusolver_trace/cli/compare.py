@@ -72,6 +72,10 @@ def run(args) -> int:
     from ..matrices import parse_matrix_spec
 
     op = ops.get(args.op)
+    if args.trace_timeout is not None and not args.trace:
+        raise UsageError("--trace-timeout is for --trace (the child that logs both sides)")
+    if len(set(args.uplo)) != len(args.uplo):
+        raise UsageError("--uplo names the same fill mode twice")
     if args.nrhs is not None and not op.has_rhs:
         raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
     json_path = output_path(args.json, "--json")
@@ -109,7 +113,7 @@ def run(args) -> int:
                     c = compare(op.name, A, B, upper=upper, preferred=args.preferred,
                                 repeat=args.repeat, warmup=args.warmup, timing=args.repeat > 0,
                                 matrix=spec.describe(), seed=args.seed, trace=args.trace,
-                                trace_timeout=args.trace_timeout)
+                                trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout)
                     results.append(c)
                     if not args.summary_only:
                         con.print(c)
@@ -176,7 +180,7 @@ def register(sub) -> None:
                         "exact (not on torch's MAGMA paths)")
     from ..tracing.command import positive_seconds
 
-    p.add_argument("--trace-timeout", type=positive_seconds, default=300.0, metavar="S",
+    p.add_argument("--trace-timeout", type=positive_seconds, default=None, metavar="S",
                    help="seconds the --trace child may run (default 300)")
     p.add_argument("--json", metavar="PATH",
                    help="write the comparisons as a JSON list to PATH ('-': stdout; the tables "

@@ -425,3 +425,37 @@ def test_trace_by_keys_are_strict():
     for bad in ("routine,routine", "", "foo", "op,"):
         with pytest.raises(ValueError):
             parse_by(bad)
+
+
+def test_property_trace_timeout_values():
+    """Any text for --trace-timeout is a positive finite number of seconds or exit 2 with
+    one line (argparse), before any work; the argv list is left as it was."""
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cusolver_trace.tracing.command import positive_seconds
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.one_of(st.text(max_size=8), st.floats().map(repr), st.integers(-5, 5).map(str)))
+    def check(text):
+        try:
+            v = float(text)
+        except ValueError:
+            v = None
+        ok = v is not None and math.isfinite(v) and v > 0
+        try:
+            got = positive_seconds(text)
+        except Exception as e:  # argparse.ArgumentTypeError
+            assert not ok, (text, e)
+            assert "\n" not in str(e)
+        else:
+            assert ok and got == v
+
+    check()
+    argv = ["compare", "--op", "cholesky", "--n", "4", "--trace", "--trace-timeout", "-3"]
+    before = list(argv)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and argv == before

@@ -21,23 +21,13 @@ from cusolver_trace.tracing.profile import attach_kernels
 from cusolver_trace.tracing.program import (apply_timing, attribute_program, load_program_profile,
                                             program_command)
 from cusolver_trace.tracing.summary import parse_by, shape_of, summarize
+from test_trace_attribution import _fixture_events  # the kineto fixture's reader, one copy
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
 LOG = DATA / "trace-stdout.log.gz"
 SECTION = "cholesky_inverse dtype=float64 n=256 batch=1 upper=False"
 PY = sys.executable
-
-
-def _fixture_events():
-    out = []
-    for line in (DATA / "kineto-cholesky_inverse.txt").read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        start, dur, dev, corr, name = line.split(" ", 4)
-        out.append(("cuda" if dev == "DeviceType.CUDA" else "cpu", int(start), int(dur),
-                    int(corr), name))
-    return out
 
 
 @pytest.fixture(scope="module")

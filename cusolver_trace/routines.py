@@ -149,19 +149,15 @@ def _empty_result(like: Operand, shape, info_shape):
 def _flag_nonfinite_pivots(l, info):
     """cuSOLVER's potrf (and OpenBLAS's) can return info = 0 on NaN input; report the
     first non-finite diagonal entry of the factor as Reference LAPACK's ``?potrf`` does
-    (it stops at a NaN pivot). ``info`` has the batch shape; no host synchronization."""
+    (it stops at a NaN pivot). ``info`` has the batch shape; no host synchronization. A CUDA
+    ``info`` may be updated in place (:func:`backends.cuda.flag_nonfinite_pivots`)."""
     shape = info.shape
     if isinstance(l, np.ndarray):
         bad = ~np.isfinite(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
         first = (bad.argmax(axis=-1) + 1).astype(np.int32)
         flat = info.reshape(-1)
         return np.where((flat == 0) & bad.any(axis=-1), first, flat).reshape(shape)
-    import torch
-
-    bad = ~torch.isfinite(l.diagonal(dim1=-2, dim2=-1)).reshape(-1, l.shape[-1])
-    first = bad.to(torch.int32).argmax(dim=-1).to(torch.int32) + 1
-    flat = info.reshape(-1)
-    return torch.where((flat == 0) & bad.any(dim=-1), first, flat).reshape(shape)
+    return _cuda().flag_nonfinite_pivots(l, info)  # one kernel, in place where it can be
 
 
 def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
@@ -481,6 +477,11 @@ class InverseMethod:
         The same for the CPU implementation.
     routine : str
         The routine named in errors (``{T}`` = type letter); ``cpu_routine`` on the CPU.
+    cuda_checked : callable or None
+        ``(L, upper) -> (Ainv, record or None)``: the CUDA implementation with the check
+        computed in its own kernel (the record of ``backends.cuda.inverse_status``, None
+        when nothing is to report; one synchronization). None: the check runs as its own
+        kernel after ``cuda``.
     """
 
     name: str
@@ -491,6 +492,7 @@ class InverseMethod:
     routine: str
     cpu_routine: str = ""
     cpu_flop_count: str = ""
+    cuda_checked: Callable | None = None
 
     @property
     def gpu_only(self) -> bool:
@@ -560,7 +562,8 @@ INVERSE_METHODS: dict[str, InverseMethod] = {m.name: m for m in (
     InverseMethod("fused", "one cuSOLVERDx kernel for the whole batch: potrs on an identity "
                   "built in shared memory (small n; the cuda13-fused extra)",
                   lambda c, upper: _fused().cholesky_inverse(c, upper), None, "inverse_potrs",
-                  "cuSOLVERDx potrs (fused kernel)"),
+                  "cuSOLVERDx potrs (fused kernel)",
+                  cuda_checked=lambda c, upper: _fused().cholesky_inverse_checked(c, upper)),
     InverseMethod("gemm_lauum", "recursive trtri into an identity buffer (cublas<t>trsm "
                   "blocks, trmm/gemm), then the lauum as one gemm per block row, on 2 streams",
                   _cu_plans("gemm_lauum"), _reference_inverse_plan, "potri",
@@ -825,9 +828,12 @@ def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bo
     m = INVERSE_METHODS[used]
     acc = None
     if c.on_gpu:
-        x, info = m.cuda(c.data, upper)
-        if check:  # None when nothing is to report: one launch, one sync, nothing copied
-            acc = _cuda().inverse_check(c.data, x, upper, info)
+        if check and m.cuda_checked is not None:  # the check inside the method's own kernel
+            x, acc = m.cuda_checked(c.data, upper)
+        else:
+            x, info = m.cuda(c.data, upper)
+            if check:  # None when nothing is to report: one launch, one sync, nothing copied
+                acc = _cuda().inverse_check(c.data, x, upper, info)
     else:
         factor = as_numpy(c)
         x, info = m.cpu(factor, upper)
@@ -1023,10 +1029,15 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
             info = np.asarray(infos, dtype=np.int32)
     elif a.on_gpu:
         if used == "fused":
-            x, info = _fused().potrf_inverse(a.data, upper)
-            l = a.data  # the factor stays in shared memory: the check reads A's triangle
             proutine = _routine(dt, "potrf", True, "fused")
             iroutine = INVERSE_METHODS["fused"].routine_name(dt.name, True)
+            if check:  # the check in the same kernel (A's triangle, the result, potrf's info)
+                x, _, acc = _fused().potrf_inverse_checked(a.data, upper)
+                if acc is not None:
+                    _raise_for_spd_record(proutine, iroutine, acc, n, batch_shape, upper)
+                return wrap(x, a)
+            x, info = _fused().potrf_inverse(a.data, upper)
+            l = a.data  # the factor stays in shared memory: the check reads A's triangle
         elif used == "potrf_trsm_batched":
             from .backends import cuda_plans
 
@@ -1053,7 +1064,14 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
         else:
             acc = _cpu.inverse_status(l, x, upper, info)
         if acc is not None:
-            acc = np.asarray(acc).reshape(-1, 3)
-            raise_for_info(proutine, acc[:, 2].reshape(batch_shape), batch_shape)
-            _raise_for_status(iroutine, acc, n, batch_shape, upper)
+            _raise_for_spd_record(proutine, iroutine, acc, n, batch_shape, upper)
     return wrap(x, a)
+
+
+def _raise_for_spd_record(proutine: str, iroutine: str, acc, n: int, batch_shape,
+                          upper: bool) -> None:
+    """Raise for the check record of an A → A⁻¹ call: potrf's info column first (the
+    factorization failed), then the inverse's record."""
+    acc = np.asarray(acc).reshape(-1, 3)
+    raise_for_info(proutine, acc[:, 2].reshape(batch_shape), batch_shape)
+    _raise_for_status(iroutine, acc, n, batch_shape, upper)

@@ -78,8 +78,8 @@ def test_grid_rejects_bad_values():
 
 
 def test_shared_bytes_and_chunks():
-    assert F.shared_bytes("potrf", 8, 0, "float64", 4) == 4 * 64 * 8 + 16
-    assert F.shared_bytes("inverse", 8, 8, "complex128", 2) == 2 * 64 * 16 * 2 + 16
+    assert F.shared_bytes("potrf", 8, 0, "float64", 4) == 4 * 64 * 8 + 4 * 16  # 4 int32 per matrix
+    assert F.shared_bytes("inverse", 8, 8, "complex128", 2) == 2 * 64 * 16 * 2 + 2 * 16
     assert F.rhs_chunk("inverse", 64, 64, "float64", 1) == 64
     # 128 x 128 float64: A is 128 KiB, so B goes in chunks of 98 columns (98 KiB)
     kc = F.rhs_chunk("inverse", 128, 128, "float64", 1)
@@ -93,7 +93,7 @@ def test_shared_bytes_and_chunks():
     assert F.fits("inverse", 128, "float64") and not F.fits("inverse", 128, "complex128")
     assert F.fits("potrf", 64, "complex128")
     # padding: A's rows (or columns) n + pad long, B's kc + pad (row-major) or n + pad
-    assert F.shared_bytes("inverse", 8, 8, "float64", 2, pad=1) == 2 * 8 * 9 * 8 * 2 + 16
+    assert F.shared_bytes("inverse", 8, 8, "float64", 2, pad=1) == 2 * 8 * 9 * 8 * 2 + 2 * 16
     assert F.shared_bytes("solve", 8, 3, "float64", 1, pad=1, arr_b="col_major") == \
         _r16(8 * 9 * 8) + _r16(3 * 9 * 8) + 16
     k = key(op="solve", n=8, nrhs=3, arr_b="col_major", bpb=1, pad=1)

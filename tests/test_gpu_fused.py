@@ -123,3 +123,67 @@ def test_spd_inverse_fused_one_kernel_and_its_check():
     assert checks.pot03(A, X) < 30
     with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
         ct.spd_inverse(_bad(A), method="fused")
+
+
+def _poisoned_factor(L, upper):
+    """A copy of the factor L (BATCH matrices) with: member 3 a NaN in its triangle, member 7
+    an exact zero at diagonal position 2, member 9 a NaN in the triangle that is NOT read,
+    member 36 (the tail block) an Inf on its diagonal."""
+    n = L.shape[-1]
+    P = L.clone()
+    i, j = (1, n - 1) if upper else (n - 1, 1)
+    P[3, i, j] = float("nan")
+    P[7, 2, 2] = 0
+    P[9, j, i] = float("nan")
+    P[36, n - 1, n - 1] = float("inf")
+    return P
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [8, 32])
+def test_check_in_the_fused_kernel_equals_the_check_kernel(dtype, upper, n):
+    """The record the fused kernel computes for itself (the checked entry point's one
+    launch) is entry for entry the record of the separate check kernel on the same output;
+    the summary word says "nothing" again on the next clean call (its words were reset)."""
+    from cusolver_trace.backends import cuda as cu
+
+    A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda", seed=n)
+    L = torch.linalg.cholesky(A, upper=upper)
+    for factor in (L, L.contiguous()):                       # column- and row-major
+        assert fused.cholesky_inverse_checked(factor, upper)[1] is None
+        P = _poisoned_factor(factor, upper)
+        before = P.clone()
+        X, rec = fused.cholesky_inverse_checked(P, upper)
+        ref = cu.inverse_status(P, X, upper, None).cpu().numpy()
+        assert rec is not None and (rec == ref).all(), (rec[[3, 7, 9, 36]], ref[[3, 7, 9, 36]])
+        assert rec[3, 1] & 1 and rec[7, 0] == n - 2 and rec[36, 1] & 1
+        assert not rec[9, 1] & 1                              # the unread triangle is not judged
+        assert torch.equal(P.isnan(), before.isnan()) and torch.equal(P.nan_to_num(), before.nan_to_num())
+        X2, rec2 = fused.cholesky_inverse_checked(factor, upper)
+        assert rec2 is None and checks.pot03(A, X2, upper) < 30
+    with pytest.raises(ct.NonFiniteError, match="Batch element 3"):
+        ct.cholesky_inverse(P, upper, method="fused")
+    P[3] = L[3]
+    with pytest.raises(ct.SingularFactorError, match="Batch element 7"):
+        ct.cholesky_inverse(P, upper, method="fused")
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_check_in_the_fused_potrf_inverse_kernel(upper):
+    """A → A⁻¹ checked in one kernel: potrf's info as cholesky_ex reports it, a NaN pivot
+    flagged as Reference LAPACK does, the same record as the check kernel."""
+    from cusolver_trace.backends import cuda as cu
+
+    n = 16
+    A = spd(n, batch=BATCH, cond=10.0, dtype="float64", device="cuda")
+    bad = _bad(A)
+    bad[11, 4, 4] = float("nan")
+    X, info, rec = fused.potrf_inverse_checked(bad, upper)
+    info_ref = routines._flag_nonfinite_pivots(bad, info)
+    ref = cu.inverse_status(bad, X, upper, info_ref.reshape(-1)).cpu().numpy()
+    assert rec is not None and (rec == ref).all()
+    assert rec[5, 2] == n // 2 + 1 and rec[36, 2] == 1 and rec[11, 2] != 0
+    assert fused.potrf_inverse_checked(A, upper)[2] is None
+    with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
+        ct.spd_inverse(bad, upper, method="fused")

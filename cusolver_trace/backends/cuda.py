@@ -444,7 +444,6 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
         if (!isfinite(q[0]) || (NC == 2 && !isfinite(q[1]))) badX = 1;
     }
     __shared__ int s_zero;
-    __shared__ int s_last;
     if (threadIdx.x == 0) s_zero = 0;
     __syncthreads();
     if (zero) atomicMax(&s_zero, zero);
@@ -459,25 +458,23 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
             if (s_zero) atomicMax(&acc[3 * b], s_zero);
             if (flags) atomicOr(&acc[3 * b + 1], flags);
         }
-        if (blockIdx.y == 0) acc[3 * b + 2] = info ? info[b] : 0;
-        if (summary) {  // this block's record is visible device-wide before it takes a ticket
+        const int inf = (blockIdx.y == 0 && info) ? info[b] : 0;
+        if (blockIdx.y == 0) acc[3 * b + 2] = inf;
+        if (summary) {
+            // counter[1] is the launch's "anything to report" word: a block with something
+            // to report sets it, then (fenced) takes a ticket; the last block copies it into
+            // host-mapped memory and resets both words for the next launch (the caller
+            // synchronizes before the next one). One word instead of a scan of the record,
+            // which a single block would read at a crawl for large batches.
+            if (s_zero || flags || inf) atomicOr(counter + 1, 1ULL);
             __threadfence();
             unsigned long long total = (unsigned long long)gridDim.x * gridDim.y;
-            s_last = (atomicAdd(counter, 1ULL) == total - 1ULL);
+            if (atomicAdd(counter, 1ULL) == total - 1ULL) {
+                *(volatile int*)summary = (int)atomicOr(counter + 1, 0ULL);
+                counter[1] = 0ULL;
+                counter[0] = 0ULL;
+            }
         }
-    }
-    if (!summary) return;
-    __syncthreads();
-    if (!s_last) return;
-    // the last block of the launch: one word for the whole batch, into host-mapped memory
-    const volatile int* v = acc;
-    const long long m = 3LL * gridDim.x;
-    int any = 0;
-    for (long long k = threadIdx.x; k < m; k += blockDim.x) any |= (v[k] != 0);
-    any = __syncthreads_or(any);
-    if (threadIdx.x == 0) {
-        *(volatile int*)summary = any;
-        *counter = 0ULL;  // ready for the next launch (the caller synchronizes before reusing it)
     }
 }
 #define STATUS(NAME, R, NC) extern "C" __global__ void NAME(StatusArgs a)                  \
@@ -489,6 +486,35 @@ STATUS(status_s, float, 1)
 STATUS(status_d, double, 1)
 STATUS(status_c, float, 2)
 STATUS(status_z, double, 2)
+
+// potrf's info with a non-finite pivot flagged as Reference LAPACK's ?potrf reports it
+// (cuSOLVER's potrf can return info = 0 on NaN input): where info[b] == 0 and the factor has a
+// non-finite diagonal entry, info[b] = first such index + 1. One block per matrix, threads
+// along the diagonal; in place. Hand-written for the same reason as the check kernel: torch
+// ops take ~10 launches for this.
+template<typename R, int NC>
+__device__ void pivots_impl(const R* L, long long lb, long long ld, int n, int* info)
+{
+    const long long b = blockIdx.x;
+    __shared__ int s_first;
+    if (threadIdx.x == 0) s_first = n;
+    __syncthreads();
+    if (info[b] == 0) {
+        const R* Lb = L + b * lb;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            const R* p = Lb + (long long)i * ld;
+            if (!isfinite(p[0]) || (NC == 2 && !isfinite(p[1]))) { atomicMin(&s_first, i); break; }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && s_first < n) info[b] = s_first + 1;
+}
+#define PIVOTS(NAME, R, NC) extern "C" __global__ void NAME(const R* L, long long lb,          \
+    long long ld, int n, int* info) { pivots_impl<R, NC>(L, lb, ld, n, info); }
+PIVOTS(pivots_s, float, 1)
+PIVOTS(pivots_d, double, 1)
+PIVOTS(pivots_c, float, 2)
+PIVOTS(pivots_z, double, 2)
 """
 _STATUS_MOD: dict = {}     # device index -> CuPy RawModule of _STATUS_SRC
 _STATUS_FN: dict = {}      # (device index, type letter) -> CuPy Function (launches with stream=)
@@ -509,17 +535,44 @@ def status_grid(batch: int, n: int) -> tuple:
     return batch, max(1, min(65535, -(-n * n // (_THREADS * _PER_THREAD))))
 
 
-def _status_function(idx: int, prefix: str):
-    """The compiled check kernel for device ``idx`` (current) and type ``prefix``, cached."""
-    fn = _STATUS_FN.get((idx, prefix))
+def _status_function(idx: int, prefix: str, name: str = "status"):
+    """The compiled check kernel (or ``name="pivots"``) for device ``idx`` (current) and
+    type ``prefix``, cached."""
+    fn = _STATUS_FN.get((idx, prefix, name))
     if fn is None:
         mod = _STATUS_MOD.get(idx)
         if mod is None:
             mod = _STATUS_MOD[idx] = _load.cupy().RawModule(code=_STATUS_SRC)
-        kernel = mod.get_function(f"status_{prefix}")
+        kernel = mod.get_function(f"{name}_{prefix}")
         # the per-device Function behind CuPy's RawKernel: its call takes stream= directly
-        fn = _STATUS_FN[idx, prefix] = getattr(kernel, "kernel", kernel)
+        fn = _STATUS_FN[idx, prefix, name] = getattr(kernel, "kernel", kernel)
     return fn
+
+
+@on_tensor_device
+def flag_nonfinite_pivots(L: torch.Tensor, info: torch.Tensor) -> torch.Tensor:
+    """potrf's ``info`` (int32, the batch shape of ``L`` (..., n, n)) with the first
+    non-finite diagonal entry of the factor reported where info is 0, as Reference LAPACK's
+    ``?potrf`` does (it stops at a NaN pivot; cuSOLVER's potrf does not). One kernel launch
+    on torch's current stream, no synchronization; a contiguous int32 ``info`` is updated
+    in place and returned, any other is copied first."""
+    n = L.shape[-1]
+    shape = info.shape
+    flat = info.reshape(-1)
+    if flat.dtype != torch.int32 or not flat.is_contiguous() or flat.data_ptr() != info.data_ptr():
+        flat = flat.to(torch.int32).contiguous()
+    batch = flat.numel()
+    if batch == 0 or n == 0:
+        return flat.reshape(shape)
+    dt = _dtype(L.dtype)
+    nc = 2 if dt.is_complex else 1
+    ptr, lb, lr, lc = _strided(L, n, nc)
+    idx = L.get_device()
+    _status_function(idx, dt.prefix, "pivots")(
+        (batch,), (64 if n >= 64 else 32,),
+        (ptr, np.int64(lb), np.int64(lr + lc), np.int32(n), flat.data_ptr()),
+        stream=StreamRef(current_stream_ptr(idx)))
+    return flat.reshape(shape)
 
 
 class CheckState:
@@ -531,7 +584,8 @@ class CheckState:
     record instead)."""
 
     def __init__(self, device):
-        self.counter = torch.zeros(1, dtype=torch.int64, device=device)
+        # [ticket, "anything to report", the summary word where no mapped memory exists]
+        self.counter = torch.zeros(3, dtype=torch.int64, device=device)
         self.counter_ptr = self.counter.data_ptr()
         # the record of the checked calls: read only after the call's synchronization (or
         # copied before it returns), so one grow-only buffer per stream serves every call
@@ -659,7 +713,42 @@ def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Ten
     nothing, and the ``(batch, 3)`` record is copied only when there is something to report.
     """
     acc, state, stream, batch = _status(L, X, upper, info, summary=True)
-    if state is None:  # no mapped word here: copy the record (synchronizes)
+    return finish_check(L.get_device(), state, acc, stream, batch)
+
+
+def self_check_buffers(idx: int, batch: int):
+    """The buffers of the checked entry point for a kernel that computes the check record
+    itself (the fused kernels: the same ``(batch, 3)`` record as :func:`inverse_status` and
+    the same summary word). Device ``idx`` is current; torch's current stream.
+
+    Returns
+    -------
+    state : CheckState
+    acc : uint8 device tensor
+        At least ``12 * batch`` bytes: the record, written by the kernel.
+    stream : int
+        torch's current stream (raw pointer).
+    summary : int
+        Where the kernel stores the summary word: host-mapped memory, or (no mapping here)
+        a device word that :func:`finish_check` never reads (it copies the record).
+    """
+    stream = current_stream_ptr(idx)
+    ctx = context(idx)
+    state = ctx.check_state
+    if state is None:
+        state = ctx.check_state = CheckState(torch.device("cuda", idx))
+    acc = state.acc.get(12 * batch, stream)
+    if state.word is None:
+        return state, acc, stream, state.counter_ptr + 16
+    state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
+    return state, acc, stream, state.word_ptr
+
+
+def finish_check(idx: int, state, acc, stream: int, batch: int):
+    """The one synchronization of a checked call: None when the launch's summary word says
+    nothing is to report, else the ``(batch, 3)`` record on the host (copied only then; always
+    where no host-mapped word exists)."""
+    if state is None or state.word is None:  # no mapped word here: copy the record (synchronizes)
         host = _record(acc, batch)
         return host if host.any() else None
     try:
@@ -667,9 +756,8 @@ def inverse_check(L: torch.Tensor, X: torch.Tensor, upper: bool, info: torch.Ten
     except BaseException:
         # the launch may still be running: never share its counter and word with a later
         # launch (its last-block test would be off); the next check makes fresh ones
-        context(L.get_device()).check_state = None
+        context(idx).check_state = None
         raise
     if int(state.word[0]) == 0:
         return None
     return _record(acc, batch)
-

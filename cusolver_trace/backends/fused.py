@@ -166,8 +166,8 @@ def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int, p
                  arr_b: str = "row_major") -> int:
     """Shared memory (bytes) of one block: ``batches_per_block`` matrices A (n x n, leading
     dimension n + pad), for the solving kernels as many right-hand-side chunks (n x kc,
-    leading dimension kc + pad row-major or n + pad column-major), and one int32 info
-    each; A is aligned to 16 bytes, each part rounded up to 16.
+    leading dimension kc + pad row-major or n + pad column-major), and four int32
+    each (info and the check's); A is aligned to 16 bytes, each part rounded up to 16.
 
     Examples
     --------
@@ -178,7 +178,7 @@ def shared_bytes(op: str, n: int, kc: int, dtype: str, batches_per_block: int, p
     a = _round16(batches_per_block * n * (n + pad) * isz)
     one_b = n * (kc + pad) if arr_b == "row_major" else kc * (n + pad)
     b = _round16(batches_per_block * one_b * isz) if op != "potrf" else 0
-    return a + b + _round16(4 * batches_per_block)
+    return a + b + _round16(16 * batches_per_block)   # 4 int32 per matrix: info and the check
 
 
 def _round16(x: int) -> int:
@@ -370,10 +370,40 @@ __device__ __forceinline__ V vone() {{ return (R)1; }}
 #endif
 {decls}
 
+// the arguments as one struct passed by value: CuPy converts each separate Python argument on
+// every launch, and one struct is one conversion (the field order is _ARG_FIELDS)
+struct FusedArgs {{ const V* A; const V* B; V* X; int* info; long long batch;
+                    int* rec; unsigned long long* counter; int* summary; }};
+__device__ __forceinline__ bool finite_v(V v) {{
+#if IS_COMPLEX
+    return isfinite(v.x) && isfinite(v.y);
+#else
+    return isfinite(v);
+#endif
+}}
+__device__ __forceinline__ bool zero_v(V v) {{
+#if IS_COMPLEX
+    return v.x == (R)0 && v.y == (R)0;
+#else
+    return v == (R)0;
+#endif
+}}
+
 extern "C" __global__ void __launch_bounds__(NT)
-{name}(const V* __restrict__ A, const V* __restrict__ B, V* __restrict__ X,
-       int* __restrict__ info, long long batch)
+{name}(const FusedArgs args)
 {{
+    const V* __restrict__ A = args.A;
+    const V* __restrict__ B = args.B;
+    V* __restrict__ X = args.X;
+    int* __restrict__ info = args.info;
+    const long long batch = args.batch;
+    // the check (args.rec != nullptr; the inverses only): per matrix of the batch, the record
+    // of backends.cuda.inverse_status -- n - i for the first exact zero on the diagonal of the
+    // triangle read, flags (1: that triangle has a non-finite entry, 2: the result has one) and
+    // info (potrf's, or the first non-finite pivot of A as Reference LAPACK reports it) -- and
+    // one "anything to report" word for the whole launch in host-mapped memory (the last block
+    // to finish stores it). The tests run only on the rare bad entries: shared atomics there.
+    int* __restrict__ rec = args.rec;
     extern __shared__ __align__(16) unsigned char smem[];
     V* sA = reinterpret_cast<V*>(smem);
     const int SA_BYTES = ((BPB * N * LDA * (int)sizeof(V) + 15) / 16) * 16;
@@ -385,16 +415,35 @@ extern "C" __global__ void __launch_bounds__(NT)
 #else
     int* sInfo = reinterpret_cast<int*>(smem + SA_BYTES);
 #endif
+    int* sZero = sInfo + BPB;     // per matrix: n - i of the first zero pivot of the input
+    int* sFlag = sInfo + 2 * BPB; // per matrix: 1 non-finite input triangle, 2 non-finite X
+    int* sNanD = sInfo + 3 * BPB; // per matrix: n - i of the first non-finite diagonal entry
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const long long m0 = (long long)blockIdx.x * BPB;
     const long long left = batch - m0;
     const int here = left < BPB ? (int)left : BPB;   // matrices of the batch in this block
     const V* Ab = A + m0 * (N * N);
 
+    if (rec != nullptr) {{
+        for (int i = tid; i < BPB; i += NT) {{ sZero[i] = 0; sFlag[i] = 0; sNanD[i] = 0; }}
+        __syncthreads();
+    }}
     for (int i = tid; i < BPB * N * N; i += NT) {{
         const int j = i / (N * N), e = i - j * (N * N);
         const int s = j * (N * LDA) + (e / N) * LDA + e % N;   // leading dimension LDA >= N
-        sA[s] = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
+        const V v = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
+        sA[s] = v;
+        if (rec != nullptr && j < here) {{
+            const int r = A_ROW ? e / N : e % N, c = A_ROW ? e % N : e / N;
+            if (UPPER ? (r <= c) : (r >= c)) {{
+                if (!finite_v(v)) {{
+                    atomicOr(&sFlag[j], 1);
+                    if (r == c) atomicMax(&sNanD[j], N - r);
+                }} else if (r == c && zero_v(v)) {{
+                    atomicMax(&sZero[j], N - r);
+                }}
+            }}
+        }}
     }}
     __syncthreads();
 #if OP == 0 || OP == 2
@@ -447,10 +496,40 @@ extern "C" __global__ void __launch_bounds__(NT)
                 w.y = -w.y;
 #endif
                 X[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)] = w;
+                if (rec != nullptr && !finite_v(w)) atomicOr(&sFlag[j], 2);
             }}
         }}
         __syncthreads();
     }}
+#if OP == 1 || OP == 2
+    if (rec != nullptr) {{
+        int bad = 0;
+        if (tid < here) {{
+#if OP == 2
+            int inf = sInfo[tid];
+            if (inf == 0 && sNanD[tid]) inf = N - sNanD[tid] + 1;
+#else
+            const int inf = 0;
+#endif
+            int* q = rec + 3 * (m0 + tid);
+            q[0] = sZero[tid];
+            q[1] = sFlag[tid];
+            q[2] = inf;
+            bad = (sZero[tid] | sFlag[tid] | inf) != 0;
+        }}
+        bad = __syncthreads_or(bad);
+        if (tid == 0) {{
+            unsigned long long* any = args.counter + 1;   // the launch's "anything" word
+            if (bad) atomicOr(any, 1ULL);
+            __threadfence();   // this block's record and word visible before its ticket
+            if (atomicAdd(args.counter, 1ULL) == (unsigned long long)gridDim.x - 1ULL) {{
+                *(volatile int*)args.summary = (int)atomicOr(any, 0ULL);
+                *any = 0ULL;              // ready for the next launch (the caller synchronizes)
+                *args.counter = 0ULL;
+            }}
+        }}
+    }}
+#endif
 #endif
 }}
 """
@@ -983,10 +1062,29 @@ def _empty(torch, batch_shape, r, c, arr, like):
     return torch.empty((*batch_shape, c, r), dtype=like.dtype, device=like.device).mT
 
 
-def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=0):
+#: The kernel's argument struct (``FusedArgs`` in :data:`_KERNEL`), in field order.
+_ARG_FIELDS = ("A", "B", "X", "info", "batch", "rec", "counter", "summary")
+_ARGS = threading.local()   # per thread: one int64 buffer for the struct (CuPy copies it at launch)
+
+
+def _arg_buffer():
+    """This thread's ``(values, param)``: 8 int64 and the one-element void view of them that
+    CuPy passes by value as the struct."""
+    buf = getattr(_ARGS, "buf", None)
+    if buf is None:
+        import numpy as np
+
+        values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
+        buf = _ARGS.buf = (values, values.view(np.dtype((np.void, values.nbytes))))
+    return buf
+
+
+def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=0, check=False):
+    """Launch one fused kernel on torch's current stream: ``(out, info)``, or with ``check``
+    (the inverses) ``(out, info, record)`` after the call's one synchronization, where
+    ``record`` is None when nothing is to report, else the ``(batch, 3)`` host record of
+    :func:`cusolver_trace.backends.cuda.inverse_status`."""
     _tools()   # first: a missing extra is named before anything else fails
-    import cupy as cp
-    import numpy as np
     import torch
 
     dtype = str(x.dtype).removeprefix("torch.")
@@ -1010,17 +1108,33 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=0):
     out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, plan["out"], x)
     info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
     if batch == 0:
-        return out, info
-    args = (x.data_ptr(), 0 if b is None else b.data_ptr(), out.data_ptr(),
-            0 if info is None else info.data_ptr(), np.int64(batch))
-    grid = (grid_size(batch, key.batches_per_block),)
-    st = _stream(cp, torch, idx)
+        return (out, info, None) if check else (out, info)
     if torch.cuda.current_device() != idx:
+        import cupy as cp
+
         with torch.cuda.device(idx), cp.cuda.Device(idx):
-            fn(grid, key.block, args, shared_mem=key.shared_bytes, stream=st)
-    else:
-        fn(grid, key.block, args, shared_mem=key.shared_bytes, stream=st)
-    return out, info
+            return _launch(fn, key, idx, x, b, out, info, batch, check)
+    return _launch(fn, key, idx, x, b, out, info, batch, check)
+
+
+def _launch(fn, key, idx, x, b, out, info, batch, check):
+    import cupy as cp
+    import torch
+
+    rec = counter = summary = 0
+    if check:
+        from . import cuda as _cuda_backend   # the check's state and its one synchronization
+
+        state, acc, stream_ptr, summary = _cuda_backend.self_check_buffers(idx, batch)
+        rec, counter = acc.data_ptr(), state.counter_ptr
+    values, param = _arg_buffer()
+    values[:] = (x.data_ptr(), 0 if b is None else b.data_ptr(), out.data_ptr(),
+                 0 if info is None else info.data_ptr(), batch, rec, counter, summary)
+    fn((grid_size(batch, key.batches_per_block),), key.block, (param,),
+       shared_mem=key.shared_bytes, stream=_stream(cp, torch, idx))
+    if not check:
+        return out, info
+    return out, info, _cuda_backend.finish_check(idx, state, acc, stream_ptr, batch)
 
 
 _PLANS: dict = {}
@@ -1158,6 +1272,27 @@ def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layo
     return x, None
 
 
+def cholesky_inverse_checked(c, upper: bool, **tuning):
+    """:func:`cholesky_inverse` with the check computed inside the same kernel: the factor's
+    triangle (non-finite entries, exact zeros on the diagonal) and the result (non-finite
+    entries), reduced to one summary word in host-mapped memory; one synchronization.
+
+    Returns
+    -------
+    Ainv : tensor (..., n, n)
+    record : ndarray (batch, 3) int32 or None
+        None when nothing is to report; else, per matrix, the record of
+        :func:`cusolver_trace.backends.cuda.inverse_status` (info column 0).
+
+    Examples
+    --------
+    >>> Ainv, record = cholesky_inverse_checked(torch.linalg.cholesky(A), False)  # doctest: +SKIP
+    """
+    x, _, record = _run("inverse", c, None, upper, False, tuning.get("batches_per_block"),
+                        tuning.get("block"), tuning.get("layout"), tuning.get("pad", 0), True)
+    return x, record
+
+
 def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
         pad=0):
     """A → A⁻¹ for a batch of small Hermitian positive definite matrices in one kernel:
@@ -1197,3 +1332,26 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=
     >>> Ainv, info = potrf_inverse(A, False)   # doctest: +SKIP
     """
     return _run("potrf_inverse", a, None, upper, True, batches_per_block, block, layout, pad)
+
+
+def potrf_inverse_checked(a, upper: bool, **tuning):
+    """:func:`potrf_inverse` with the check computed inside the same kernel (A's triangle,
+    the result, potrf's info, a non-finite pivot reported as Reference LAPACK's ``?potrf``
+    does); one synchronization.
+
+    Returns
+    -------
+    Ainv : tensor (..., n, n)
+    info : int32 tensor (batch,)
+        potrf's own info (as :func:`potrf_inverse`).
+    record : ndarray (batch, 3) int32 or None
+        None when nothing is to report; else per matrix: ``n - i`` of the first exact zero
+        on A's diagonal, flags (1: A's triangle non-finite, 2: the result), and potrf's info
+        with the first non-finite pivot flagged.
+
+    Examples
+    --------
+    >>> Ainv, info, record = potrf_inverse_checked(A, False)   # doctest: +SKIP
+    """
+    return _run("potrf_inverse", a, None, upper, True, tuning.get("batches_per_block"),
+                tuning.get("block"), tuning.get("layout"), tuning.get("pad", 0), True)

@@ -49,7 +49,15 @@ _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel"
 #: (4.07 vs 4.26 ms at n = 4096, 14.8 vs 16.3 ms at 8192; 79.9 vs 79.1 ms at 16384, within
 #: noise); 2 streams beat 1 (16.3 vs 17.9 ms at 8192, 79.1 vs 86.9 at 16384); trmm as gemm,
 #: lauum_block 256 / 1024, trmm_base 512 / 2048, 3 streams: within ±3 %.
-_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 1024}}
+#: Then (2026-12-01, same bench, devrun/s3/A/plans.log): float64 trtri_scratch beats the
+#: in-place trmm (12.76 vs 14.68 ms at 8192, 3.77 vs 4.12 at 4096, 79.8 vs 79.5 at 16384:
+#: one more n x n buffer); float32 / complex64 / complex128 take trtri_base 1024 and the
+#: mirror kernel (fill="kernel": 13.19 vs 14.59 ms float32 8192, 17.68 vs 20.08 complex128
+#: 6144, 17.75 vs 19.16 complex64 6144).
+_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 1024, "trtri_scratch": True},
+                        "float32": {"trtri_base": 1024, "fill": "kernel"},
+                        "complex64": {"trtri_base": 1024, "fill": "kernel"},
+                        "complex128": {"trtri_base": 1024, "fill": "kernel"}}
 BLOCKING = {"lauum_base": {"float32": 512, "float64": 16384, "complex64": 16384,
                            "complex128": 16384},
             "trtri_base": 1024, "block": 256, "syrk_base": 2048, "trmm_base": 2048,

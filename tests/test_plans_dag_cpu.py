@@ -287,8 +287,8 @@ def _random_order(preds, n, rng):
     return order
 
 
-def _run_order(ops, order, factor, n):
-    buf = torch.zeros((2, n, n), dtype=factor.dtype)
+def _run_order(ops, order, factor, n, matrices=2):
+    buf = torch.zeros((matrices, n, n), dtype=factor.dtype)
     buf[0].copy_(factor.mT)
     buf[1].diagonal().fill_(1)
     flat = buf.reshape(-1)
@@ -296,16 +296,19 @@ def _run_order(ops, order, factor, n):
     return buf[0].mT.clone()
 
 
-def test_every_order_the_streams_allow_gives_the_sequential_result():
+@pytest.mark.parametrize("scratch", [False, True])
+def test_every_order_the_streams_allow_gives_the_sequential_result(scratch):
     n = 40
     A = _spd(n, torch.float64, seed=1)
     L = torch.linalg.cholesky(A)
-    p = inverse_plan(n, **SMALL, streams=3)
+    p = inverse_plan(n, **SMALL, streams=3, trtri_scratch=scratch)
+    assert p.matrices == (3 if scratch else 2)
     ops, preds = _graph(p.calls)
-    ref = _run_order(ops, list(range(len(ops))), L, n)
+    ref = _run_order(ops, list(range(len(ops))), L, n, p.matrices)
     rng = random.Random(0)
     for _ in range(25):
-        assert torch.equal(_run_order(ops, _random_order(preds, len(ops), rng), L, n), ref)
+        assert torch.equal(_run_order(ops, _random_order(preds, len(ops), rng), L, n, p.matrices),
+                           ref)
 
 
 def test_a_broken_schedule_is_caught_and_really_computes_something_else():
@@ -314,7 +317,7 @@ def test_a_broken_schedule_is_caught_and_really_computes_something_else():
     n = 40
     A = _spd(n, torch.float64, seed=2)
     L = torch.linalg.cholesky(A)
-    calls = list(inverse_plan(n, **SMALL, streams=2).calls)
+    calls = list(inverse_plan(n, **SMALL, streams=2, trtri_scratch=False).calls)  # in place: more hazards
     ops, preds = _graph(calls)
     ref = _run_order(ops, list(range(len(ops))), L, n)
     caught = differs = 0

@@ -189,7 +189,7 @@ def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
               limit: int = SMEM_LIMIT, pad: int = 0, arr_b: str = "row_major") -> int:
     """Columns of the right-hand side solved per ``potrs`` call (the kernel loops over
     ``ceil(nrhs / kc)`` chunks): all of them when A and B fit in ``limit`` bytes of
-    shared memory, else the most that fit. 0 for ``potrf`` (no right-hand side).
+    shared memory, else the largest power of two that fits. 0 for ``potrf`` (no right-hand side).
 
     Raises
     ------
@@ -202,7 +202,7 @@ def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
     >>> rhs_chunk("inverse", 32, 32, "float64", 1)
     32
     >>> rhs_chunk("inverse", 128, 128, "float64", 1)   # 128 KiB of A leaves room for 98 columns
-    98
+    64
     """
     if op == "potrf":
         if shared_bytes(op, n, 0, dtype, batches_per_block, pad, arr_b) > limit:
@@ -213,6 +213,10 @@ def rhs_chunk(op: str, n: int, nrhs: int, dtype: str, batches_per_block: int,
         kc -= 1
     if kc < 1:
         raise ValueError(_too_big(op, n, dtype, batches_per_block, limit))
+    if kc < nrhs:
+        # chunks of a power-of-two width: with 95 columns per call (float64 n = 128) the
+        # kernel ran at 17.8 ms per 100 matrices on the H200, 70x torch
+        kc = 1 << (kc.bit_length() - 1)
     return kc
 
 
@@ -936,16 +940,17 @@ _DEVICE: dict = {}
 
 def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
              sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
-             block: tuple | None = None, conj: bool = False, pad: int = 0) -> FusedKey:
-    """The :class:`FusedKey` for one call: cuSOLVERDx's suggested batches per block and
-    block size unless given (or a tuned choice from :data:`TUNED`), batches per block
-    lowered until the block fits in ``limit`` bytes of shared memory (less
-    :data:`CUSOLVERDX_STATIC_SMEM`)."""
+             block: tuple | None = None, conj: bool = False, pad: int | None = None) -> FusedKey:
+    """The :class:`FusedKey` for one call: batches per block, block size and padding as
+    given, else the tuned choice of :data:`TUNED` for ``(op, n, dtype)`` where there is one,
+    else cuSOLVERDx's suggestion (padding 0); batches per block lowered until the block fits
+    in ``limit`` bytes of shared memory (less :data:`CUSOLVERDX_STATIC_SMEM`)."""
     limit = limit - CUSOLVERDX_STATIC_SMEM
-    tuned = TUNED.get((op, n, dtype))
+    t_bpb, t_block, t_pad = TUNED.get((op, n, dtype), (None, None, 0))
+    pad = t_pad if pad is None else pad
     if batches_per_block is None or block is None:
-        if tuned is not None:
-            s_bpb, s_block = tuned
+        if batches_per_block is None and block is None and t_bpb is not None:
+            s_bpb, s_block = t_bpb, t_block
         else:
             s_bpb, s_block = suggested(op, n, nrhs, dtype, upper, sm)
         batches_per_block = batches_per_block or s_bpb
@@ -965,9 +970,34 @@ def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, ar
                     bpb, block, tuple(sm), bool(conj), int(pad))
 
 
-#: Tuned ``(batches_per_block, block)`` per ``(op, n, dtype)``, from measurements on an
-#: H200 (``devrun`` timing runs); shapes not listed use cuSOLVERDx's suggestion.
-TUNED: dict = {}
+#: Tuned ``(batches_per_block, block, pad)`` per ``(op, n, dtype)``: the fastest candidate of
+#: ``devrun/fused/cases.py``'s TUNE list (CUDA-event medians, H200, torch 2.11, 2026-12-01;
+#: batches 100000 x 4, 10000 x 8, 100000 x 16, 1000 x 32, 1000 x 64, 100 x 128, the inverse
+#: from a column-major factor, A -> A^-1 from a row-major A), kept where it beat
+#: cuSOLVERDx's suggestion by more than 3 %. ``(None, None, pad)``: the suggestion with that
+#: padding. Shapes not listed (other n, the complex types, potrf, solve) use the suggestion.
+#: Reproduce with ``bash devrun/fused/run.sh timing float64,float32``.
+TUNED: dict = {
+    ("inverse", 4, "float64"): (32, (32,), 1),       # 0.0321 ms vs 0.0355 suggested
+    ("inverse", 8, "float64"): (4, (32,), 0),        # 0.0278 vs 0.0286
+    ("inverse", 16, "float64"): (4, (64,), 0),       # 0.1615 vs 0.1996
+    ("inverse", 32, "float64"): (4, (128,), 0),      # 0.0320 vs 0.0581
+    ("inverse", 64, "float64"): (None, None, 1),     # 0.0750 vs 0.0852
+    ("inverse", 4, "float32"): (32, (32,), 1),       # 0.0275 vs 0.0371
+    ("inverse", 16, "float32"): (4, (64,), 0),       # 0.1240 vs 0.1437
+    ("inverse", 32, "float32"): (4, (128,), 0),      # 0.0314 vs 0.0337
+    ("inverse", 64, "float32"): (1, (256,), 0),      # 0.1096 vs 0.2463
+    ("inverse", 128, "float32"): (1, (256,), 0),     # 0.0769 vs 0.2866
+    ("potrf_inverse", 8, "float64"): (8, (64,), 1),  # 0.0258
+    ("potrf_inverse", 16, "float64"): (4, (64,), 0),  # 0.2679
+    ("potrf_inverse", 32, "float64"): (1, (128,), 1),  # 0.0321
+    ("potrf_inverse", 64, "float64"): (None, None, 1),  # 0.1297 vs 0.2157
+    ("potrf_inverse", 4, "float32"): (32, (32,), 1),  # 0.0270
+    ("potrf_inverse", 8, "float32"): (8, (64,), 0),  # 0.0264
+    ("potrf_inverse", 16, "float32"): (4, (64,), 0),  # 0.1802
+    ("potrf_inverse", 64, "float32"): (1, (256,), 0),  # 0.2194 vs 0.3137
+    ("potrf_inverse", 128, "float32"): (1, (256,), 0),  # 0.1361 vs 0.5981
+}
 
 
 def _load_function(idx: int, key: FusedKey):
@@ -1002,7 +1032,7 @@ def _load_function(idx: int, key: FusedKey):
 
 
 def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str,
-           arr_b: str, batches_per_block=None, block=None, conj: bool = False, pad: int = 0):
+           arr_b: str, batches_per_block=None, block=None, conj: bool = False, pad=None):
     """``(CuPy function, FusedKey, CuPy module)`` for one call on device ``idx``, compiled or
     loaded on first use and cached in memory (the hot path is one dict lookup)."""
     memo = (idx, op, n, nrhs, dtype, upper, arr_a, arr_b, batches_per_block,
@@ -1079,7 +1109,7 @@ def _arg_buffer():
     return buf
 
 
-def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=0, check=False):
+def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=None, check=False):
     """Launch one fused kernel on torch's current stream: ``(out, info)``, or with ``check``
     (the inverses) ``(out, info, record)`` after the call's one synchronization, where
     ``record`` is None when nothing is to report, else the ``(batch, 3)`` host record of
@@ -1142,7 +1172,7 @@ _PLANS: dict = {}
 
 # --------------------------------------------------------------------------- backend routines
 def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
-        pad=0):
+        pad=None):
     """Cholesky factors of a batch of small matrices, one cuSOLVERDx ``potrf`` kernel.
 
     Parameters
@@ -1185,7 +1215,7 @@ def potrf(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
 
 
 def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None,
-        pad=0):
+        pad=None):
     """Solve A·X = B from A's Cholesky factor for a batch of small systems, one kernel.
 
     Parameters
@@ -1229,7 +1259,7 @@ def potrs(c, b, upper: bool, *, batches_per_block=None, block=None, layout=None,
 
 
 def cholesky_inverse(c, upper: bool, *, batches_per_block=None, block=None, layout=None,
-        pad=0):
+        pad=None):
     """A⁻¹ from A's Cholesky factor for a batch of small matrices, one kernel: cuSOLVERDx
     ``potrs`` on an identity built in shared memory (never read from global memory).
 
@@ -1289,12 +1319,12 @@ def cholesky_inverse_checked(c, upper: bool, **tuning):
     >>> Ainv, record = cholesky_inverse_checked(torch.linalg.cholesky(A), False)  # doctest: +SKIP
     """
     x, _, record = _run("inverse", c, None, upper, False, tuning.get("batches_per_block"),
-                        tuning.get("block"), tuning.get("layout"), tuning.get("pad", 0), True)
+                        tuning.get("block"), tuning.get("layout"), tuning.get("pad"), True)
     return x, record
 
 
 def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=None,
-        pad=0):
+        pad=None):
     """A → A⁻¹ for a batch of small Hermitian positive definite matrices in one kernel:
     cuSOLVERDx ``potrf``, then ``potrs`` on the identity; the factor never leaves shared
     memory.
@@ -1354,4 +1384,4 @@ def potrf_inverse_checked(a, upper: bool, **tuning):
     >>> Ainv, info, record = potrf_inverse_checked(A, False)   # doctest: +SKIP
     """
     return _run("potrf_inverse", a, None, upper, True, tuning.get("batches_per_block"),
-                tuning.get("block"), tuning.get("layout"), tuning.get("pad", 0), True)
+                tuning.get("block"), tuning.get("layout"), tuning.get("pad"), True)

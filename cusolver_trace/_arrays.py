@@ -33,9 +33,22 @@ class Operand:
 
 
 def _is_torch(x):
-    import torch
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
 
-    return isinstance(x, torch.Tensor)
+
+_TORCH = []
+
+
+def _torch():
+    """The torch module once imported (None when it cannot be): one list lookup per call."""
+    if not _TORCH:
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - torch is a dependency
+            torch = None
+        _TORCH.append(torch)
+    return _TORCH[0]
 
 
 def _is_cupy(x):
@@ -52,8 +65,7 @@ def operand(x, name: str) -> Operand:
     ValueError fewer than 2 dimensions
     """
     if _is_torch(x):
-        import torch
-
+        torch = _TORCH[0]
         if x.layout != torch.strided:
             raise TypeError(f"{name}: sparse or non-strided tensors are not supported")
         kind, on_gpu = "torch", x.is_cuda

@@ -100,11 +100,24 @@ def dtype_info(dtype) -> DtypeInfo:
         (cuSOLVER's potrf family has no half, bfloat16, integer or bool
         variant; torch rejects them too).
     """
+    try:  # the hot path: a dtype object seen before (torch / numpy dtypes are hashable)
+        return _SEEN[dtype]
+    except (KeyError, TypeError):
+        pass
     name = dtype_name(dtype)
     try:
-        return _TABLE[name]
+        info = _TABLE[name]
     except KeyError:
         raise TypeError(
             f"unsupported dtype {name}: cuSOLVER/LAPACK Cholesky routines take "
             f"{', '.join(SUPPORTED_DTYPES)}"
         ) from None
+    try:
+        if len(_SEEN) < 64:
+            _SEEN[dtype] = info
+    except TypeError:  # unhashable: not cached
+        pass
+    return info
+
+
+_SEEN: dict = {}  # dtype object -> DtypeInfo, filled by dtype_info

@@ -27,6 +27,7 @@ flop count, routine); ``method="auto"`` picks one by shape from
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -219,7 +220,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     upper, check = flag(upper, "upper"), flag(check, "check")
     n = require_square(a, "A")
     batch_shape = a.batch_shape
-    batch = int(np.prod(batch_shape, dtype=np.int64))
+    batch = math.prod(batch_shape)
     if api not in ("auto", "X", "legacy", "batched", "fused"):
         raise ValueError(f"api must be 'auto', 'X', 'legacy', 'batched' or 'fused', got {api!r}")
     if n == 0 or batch == 0:
@@ -320,7 +321,7 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
 def _factor_operand(L, name="L"):
     c = operand(L, name)
     n = require_square(c, name)
-    return c, n, int(np.prod(c.batch_shape, dtype=np.int64))
+    return c, n, math.prod(c.batch_shape)
 
 
 def potri(L, upper: bool = False, *, check: bool = True):
@@ -428,7 +429,7 @@ def _torch_cpu(c, upper):
     try:
         return torch.cholesky_inverse(torch.from_numpy(c), upper=upper).numpy(), None
     except torch.linalg.LinAlgError as exc:
-        info = np.zeros(int(np.prod(c.shape[:-2], dtype=np.int64)), np.int32)
+        info = np.zeros(math.prod(c.shape[:-2]), np.int32)
         k = re.search(r"diagonal element (\d+)", str(exc))
         b = re.search(r"Batch element (\d+)", str(exc))
         info[int(b.group(1)) if b else 0] = int(k.group(1)) if k else 1
@@ -613,7 +614,11 @@ class AutoRule:
 #: n <= 128 torch's MAGMA path beats the Python-driven raw path (host-bound). gemm_lauum
 #: (issue 14, checks on, torch interleaved, devrun/plans): float64 0.60 / 0.49 / 0.39 (n =
 #: 4096 / 8192 / 16384; rec_trtri_lauum 1.03 / 0.71 / 0.50 in the same run); float32 0.48
-#: (8192); complex64 0.49, complex128 0.46 (6144). Shapes not measured fall through to
+#: (8192); complex64 0.49, complex128 0.46 (6144). fused (issue 13, checked, the public
+#: entry point, devrun/s3 run B, torch interleaved): float64 100000 x 4 / 10000 x 8 /
+#: 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.09 / 0.54 / 0.26 / 1.01 / 0.80 / 0.88
+#: of torch's time; float32 0.09 / 0.48 / 0.22 / 0.35 / 0.32 / 0.26 (batches of 100 and
+#: more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
 #: torch. Update these rows from `cusolver-trace sweep`.
 AUTO_TABLE: dict[str, AutoRule] = {
     "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
@@ -629,6 +634,8 @@ AUTO_TABLE: dict[str, AutoRule] = {
     "one large float32 matrix, 8192 and up": AutoRule("gemm_lauum", device="cuda", batch_max=1,
                                                       n_min=8192, dtypes=("float32",)),
     "one large matrix": AutoRule("rec_trtri_lauum", device="cuda", batch_max=1, n_min=6144),
+    "batches of 100+ small real matrices (cuda13-fused extra)": AutoRule(
+        "fused", device="cuda", batch_min=100, n_max=128, dtypes=("float32", "float64")),
     "otherwise: torch's own choice": AutoRule("torch"),
 }
 
@@ -903,7 +910,7 @@ def spd_inverse_method(A, method: str = "auto") -> str:
     """
     a = operand(A, "A")
     n = require_square(a, "A")
-    batch = int(np.prod(a.batch_shape, dtype=np.int64))
+    batch = math.prod(a.batch_shape)
     return resolve_spd_method(method, n, batch, a.dtype.name, "cuda" if a.on_gpu else "cpu")
 
 
@@ -993,7 +1000,7 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
     upper, check = flag(upper, "upper"), flag(check, "check")
     n = require_square(a, "A")
     batch_shape = a.batch_shape
-    batch = int(np.prod(batch_shape, dtype=np.int64))
+    batch = math.prod(batch_shape)
     used = resolve_spd_method(method, n, batch, a.dtype.name, "cuda" if a.on_gpu else "cpu")
     if n == 0 or batch == 0:
         return _empty_result(a, a.shape, batch_shape)[0]

@@ -483,3 +483,21 @@ def test_auto_passes_over_a_fused_rule_that_cannot_run(monkeypatch):
     assert routines.resolve_method("fused", 32, 1000, "float64", "cuda") == "fused"
     with pytest.raises(ValueError, match="CUDA"):
         routines.resolve_method("fused", 32, 1000, "float64", "cpu")
+
+
+def test_the_shipped_auto_table_picks_fused_only_where_it_was_measured(monkeypatch):
+    """The real AUTO_TABLE: fused for batches >= 100 of real matrices with n <= 128 (the
+    measured cases), never for complex, small batches or larger n; torch where the extra is
+    missing."""
+    from cusolver_trace import routines
+
+    assert F.available() is not None                      # no extra here: torch's own choice
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "torch"
+    monkeypatch.setattr(F, "available", lambda: None)
+    for batch, n, dtype in ((100000, 4, "float64"), (10000, 8, "float32"), (100, 128, "float64"),
+                            (1000, 32, "float32")):
+        assert routines.resolve_method("auto", n, batch, dtype, "cuda") == "fused", (batch, n, dtype)
+    for batch, n, dtype in ((99, 8, "float64"), (1000, 129, "float32"), (1000, 8, "complex64"),
+                            (1, 16, "float64")):
+        assert routines.resolve_method("auto", n, batch, dtype, "cuda") != "fused", (batch, n, dtype)
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cpu") == "potri"

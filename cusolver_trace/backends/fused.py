@@ -992,6 +992,7 @@ TUNED: dict = {
     ("potrf_inverse", 16, "float64"): (4, (64,), 0),  # 0.2679
     ("potrf_inverse", 32, "float64"): (1, (128,), 1),  # 0.0321
     ("potrf_inverse", 64, "float64"): (None, None, 1),  # 0.1297 vs 0.2157
+    ("potrf_inverse", 128, "float64"): (1, (256,), 0),  # 0.3081 vs 1.3160 (second run)
     ("potrf_inverse", 4, "float32"): (32, (32,), 1),  # 0.0270
     ("potrf_inverse", 8, "float32"): (8, (64,), 0),  # 0.0264
     ("potrf_inverse", 16, "float32"): (4, (64,), 0),  # 0.1802
@@ -1124,7 +1125,9 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
     n = x.shape[-1]
     batch_shape = x.shape[:-2]
     batch = math.prod(batch_shape)
-    idx = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    idx = x.get_device()   # an int, without building a torch.device
+    if idx < 0:
+        raise ValueError(f"fused: needs CUDA tensors, got a tensor on {x.device}")
     in_b = None
     if b is not None:
         b, in_b = _operand(b)

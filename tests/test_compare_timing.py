@@ -364,3 +364,24 @@ def test_time_module_exports():
     for name in ("Unavailable", "time_gpu_busy", "time_host", "TimeSplit", "time_split"):
         assert name in timing.__all__
     assert math.isclose(timing.GPU_SHARE, 0.75)
+
+
+def test_time_calls_runs_calls_per_sample_consecutive_calls_and_reports_per_call():
+    from cusolver_trace.timing import time_calls
+
+    count = {"a": 0, "b": 0}
+    order = []
+
+    def make(name):
+        def fn():
+            count[name] += 1
+            order.append(name)
+        return fn
+
+    t = time_calls({"a": make("a"), "b": make("b")}, warmup=1, repeat=4, calls_per_sample=3)
+    assert count == {"a": 1 + 4 * 3, "b": 1 + 4 * 3}
+    # after the warm-up: runs of 3 of the same callable, the callables interleaved run by run
+    assert order[2:] == (["a"] * 3 + ["b"] * 3) * 4
+    assert set(t) == {"a", "b"} and all(v.median_ms >= 0 for v in t.values())
+    with pytest.raises(ValueError, match="calls_per_sample"):
+        time_calls({"a": make("a")}, calls_per_sample=0)

@@ -170,6 +170,28 @@ def _device(device) -> str:
     return str(device)
 
 
+#: Matrices of at most this order are timed as runs of :data:`CALLS_PER_SAMPLE` calls per
+#: sample on a GPU: their calls take tens of µs, where one call between two CUDA events
+#: measures host issue time and the previous call's tail as much as the call (on the H200,
+#: interleaved single calls gave checked-minus-unchecked costs from -0.04 to +0.14 ms for
+#: the same fused kernel).
+SMALL_N = 512
+CALLS_PER_SAMPLE = 10
+
+
+def calls_per_sample(case: Case) -> int:
+    """Consecutive calls per timing sample for ``case``: :data:`CALLS_PER_SAMPLE` on a GPU
+    for n <= :data:`SMALL_N`, else 1.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> calls_per_sample(NS(on_cuda=True, n=32)), calls_per_sample(NS(on_cuda=True, n=4096))
+    (10, 1)
+    """
+    return CALLS_PER_SAMPLE if case.on_cuda and case.n <= SMALL_N else 1
+
+
 def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
                  flush_l2: bool = False, ceil=None, unchecked: bool = False) -> list[dict]:
     """Check every method once, then time torch and all methods interleaved; one row each.
@@ -178,7 +200,8 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     ``method``, ``resolved`` (what ``auto`` ran), ``checked`` (the entry point's checks on),
     ``status`` (``ok`` / ``FAILED`` (ratio >= 30 or NaN) / ``ERROR``), ``check`` and
     ``ratio``, ``error``, timing in ms (``median_ms``, ``q1_ms``, ``q3_ms``, ``iqr_ms``,
-    ``min_ms``, ``repeat``, ``clock``, ``noisy``), ``ratio_to_torch`` (median / torch's
+    ``min_ms``, ``repeat``, ``clock``, ``noisy``; per call, from runs of
+    ``calls_per_sample`` consecutive calls (:func:`calls_per_sample`)), ``ratio_to_torch`` (median / torch's
     median), ``check_overhead`` (checked / unchecked median, with ``unchecked=True``),
     ``flop_count``, ``gflops``, ``pct_of_ceiling``, and for ops with a yardstick
     ``gflops_potri`` / ``pct_of_ceiling_potri``; ``ceiling_gflops``. GFLOP/s fields are
@@ -208,12 +231,14 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
                 row.update(status="ERROR", error=f"{type(exc).__name__}: {exc}")
             rows[label] = row
     dev = case.device if case.on_cuda else None
-    timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, flush_l2=flush_l2) if fns else {}
+    k = calls_per_sample(case)
+    timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, flush_l2=flush_l2,
+                         calls_per_sample=k) if fns else {}
     t_torch = timings.get("torch")
     for label, row in rows.items():
         t = timings.get(label)
         name, fl, fl_yard = flop_count(case, row["method"])
-        row.update(flop_count=name, ceiling_gflops=ceil.gemm_gflops)
+        row.update(flop_count=name, ceiling_gflops=ceil.gemm_gflops, calls_per_sample=k)
         if t is not None:
             row.update({k: v for k, v in t.to_dict().items() if k != "max_ms"})
             row["ratio_to_torch"] = t.median_ms / t_torch.median_ms if t_torch else None

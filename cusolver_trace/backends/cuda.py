@@ -566,7 +566,8 @@ def flag_nonfinite_pivots(L: torch.Tensor, info: torch.Tensor) -> torch.Tensor:
         return flat.reshape(shape)
     dt = _dtype(L.dtype)
     nc = 2 if dt.is_complex else 1
-    ptr, lb, lr, lc = _strided(L, n, nc)
+    L3 = _batched(L, n)   # alive until after the launch
+    ptr, lb, lr, lc = _strided(L3, n, nc)
     idx = L.get_device()
     _status_function(idx, dt.prefix, "pivots")(
         (batch,), (64 if n >= 64 else 32,),
@@ -577,7 +578,8 @@ def flag_nonfinite_pivots(L: torch.Tensor, info: torch.Tensor) -> torch.Tensor:
 
 class CheckState:
     """What the checked entry point keeps per (thread, device): the kernel's ticket counter
-    (8 bytes of device memory from torch's allocator, reset by the kernel itself), a record
+    and "anything to report" word (3 int64 of device memory from torch's allocator, reset by
+    the kernel itself; the third is the summary word where no mapped memory exists), a record
     buffer (:class:`._context.Scratch`), and one int32 of host-mapped pinned memory for the
     summary word (``word`` is a NumPy view of it; None where the driver gives no
     device-accessible mapping at the same address, and :func:`inverse_check` then copies the
@@ -613,14 +615,19 @@ class CheckState:
             _load.cupy().cuda.runtime.freeHost(ptr)
 
 
+def _batched(x: torch.Tensor, n: int) -> torch.Tensor:
+    """``x`` (..., n, n) as at most 3-D: a view where the batch dimensions merge, else a copy
+    (which the caller keeps alive until its kernel is launched: freed earlier, the caching
+    allocator could hand the block to the next allocation before the kernel reads it)."""
+    return x if x.dim() <= 3 else x.reshape(-1, n, n)
+
+
 def _strided(x: torch.Tensor, n: int, nc: int):
-    """``(pointer, batch stride, row stride, column stride)`` of ``x`` (..., n, n) in real
-    elements (``nc`` = 2 for complex); batch dimensions that do not merge are copied."""
+    """``(pointer, batch stride, row stride, column stride)`` of ``x`` (at most 3-D, see
+    :func:`_batched`) in real elements (``nc`` = 2 for complex)."""
     if x.dim() == 2:
         r, c = x.stride()
         return x.data_ptr(), 0, r * nc, c * nc
-    if x.dim() != 3:
-        x = x.reshape(-1, n, n)
     b, r, c = x.stride()
     return x.data_ptr(), b * nc, r * nc, c * nc
 
@@ -673,7 +680,8 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
     args = ctx.status_args
     if args is None:
         args = ctx.status_args = _StatusArgs()
-    args.values[:] = (*_strided(L, n, nc), *_strided(X, n, nc), n, 1 if upper else 0,
+    L3, X3 = _batched(L, n), _batched(X, n)   # alive until after the launch
+    args.values[:] = (*_strided(L3, n, nc), *_strided(X3, n, nc), n, 1 if upper else 0,
                       0 if info is None else info.data_ptr(), acc.data_ptr(),
                       0 if state is None else state.counter_ptr,
                       0 if state is None else state.word_ptr)

@@ -147,18 +147,15 @@ def _empty_result(like: Operand, shape, info_shape):
     return wrap(out, like), wrap(torch.zeros(info_shape, dtype=torch.int32, device=dev), like)
 
 
-def _flag_nonfinite_pivots(l, info):
+def _flag_nan_pivots(l, info):
     """cuSOLVER's potrf (and OpenBLAS's) can return info = 0 on NaN input; report the
-    first non-finite diagonal entry of the factor as Reference LAPACK's ``?potrf`` does
-    (it stops at a NaN pivot). ``info`` has the batch shape; no host synchronization. A CUDA
-    ``info`` may be updated in place (:func:`backends.cuda.flag_nonfinite_pivots`)."""
-    shape = info.shape
+    first NaN on the diagonal of the factor as Reference LAPACK's ``?potrf`` does (it stops
+    at a NaN pivot; +Inf is a valid pivot there). ``info`` has the batch shape; no host
+    synchronization. A CUDA ``info`` may be updated in place
+    (:func:`backends.cuda.flag_nan_pivots`)."""
     if isinstance(l, np.ndarray):
-        bad = ~np.isfinite(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
-        first = (bad.argmax(axis=-1) + 1).astype(np.int32)
-        flat = info.reshape(-1)
-        return np.where((flat == 0) & bad.any(axis=-1), first, flat).reshape(shape)
-    return _cuda().flag_nonfinite_pivots(l, info)  # one kernel, in place where it can be
+        return _cpu.flag_nan_pivots(l, info)
+    return _cuda().flag_nan_pivots(l, info)  # one kernel, in place where it can be
 
 
 def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
@@ -189,7 +186,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
         column-major strides, like ``torch.linalg.cholesky``.
     info : int32 array of the batch shape ``(...)``
         0, or the order of the first leading minor that is not positive
-        definite (non-finite pivots count as failures, as in Reference LAPACK).
+        definite (NaN pivots count as failures, as in Reference LAPACK).
 
     Raises
     ------
@@ -235,7 +232,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     else:
         l, info = _cpu.potrf(as_numpy(a), upper)
         routine = _routine(a.dtype, "potrf", False)
-    info = _flag_nonfinite_pivots(l, info.reshape(batch_shape))
+    info = _flag_nan_pivots(l, info.reshape(batch_shape))
     if check:
         raise_for_info(routine, info, batch_shape)
     return wrap(l, a), wrap(info, a)
@@ -1065,7 +1062,7 @@ def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = T
     if check:
         info = info.reshape(batch_shape)
         if used != "potrf_gemm_lauum":  # that plan's backend has done it (l is A there)
-            info = _flag_nonfinite_pivots(l, info)
+            info = _flag_nan_pivots(l, info)
         if a.on_gpu:  # potrf's info rides in the record's info column: one launch, one sync
             acc = _cuda().inverse_check(l, x, upper, info.reshape(-1))
         else:

@@ -459,3 +459,25 @@ def test_property_trace_timeout_values():
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2 and argv == before
+
+
+def test_an_infinite_pivot_is_not_a_failure_a_nan_pivot_is():
+    """Reference LAPACK's dpotrf2 stops at a pivot <= 0 or NaN only: +Inf on the diagonal
+    factors (info 0, as torch and cuSOLVER), NaN does not; compare agrees with torch there
+    (a fresh user's report: an Inf pivot gave info 1 and a false MISMATCH)."""
+    import numpy as np
+
+    import cusolver_trace as ct
+
+    L, info = ct.potrf(np.diag([np.inf, 4.0, 4.0]), check=False)
+    assert int(info) == 0 and L[0, 0] == np.inf and L[1, 1] == 2.0
+    _, info_t = torch.linalg.cholesky_ex(torch.diag(torch.tensor([float("inf"), 4.0, 4.0],
+                                                                  dtype=torch.float64)))
+    assert int(info_t) == 0
+    _, info = ct.potrf(np.diag([4.0, np.nan, 4.0]), check=False)
+    assert int(info) == 2
+    with pytest.raises(ct.NotPositiveDefiniteError):
+        ct.potrf(np.diag([4.0, np.nan, 4.0]))
+    r = ct.compare("cholesky", torch.diag(torch.tensor([float("inf"), 4.0, 4.0], dtype=torch.float64)),
+                   timing=False)
+    assert r.verdict != "MISMATCH", r.verdict

@@ -38,12 +38,22 @@ def hermitian_from_triangle(x: np.ndarray, upper: bool) -> np.ndarray:
     return t + np.swapaxes(np.tril(x, -1), -1, -2).conj()
 
 
-def flag_nonfinite_pivots(l: np.ndarray, info: np.ndarray) -> np.ndarray:
-    """``info`` with the first non-finite diagonal entry of the factor ``l`` reported where the
-    LAPACK build said 0, as Reference LAPACK's ``?potrf`` does (it stops at a NaN pivot;
-    OpenBLAS does not test for NaN). ``info`` has the batch shape."""
+def flag_nan_pivots(l: np.ndarray, info: np.ndarray) -> np.ndarray:
+    """``info`` with the first NaN on the diagonal of the factor ``l`` reported where the
+    LAPACK build said 0, as Reference LAPACK's ``?potrf`` does (``dpotrf2`` stops at a pivot
+    that is <= 0 or NaN, and so at no other non-finite one: +Inf is a valid pivot there, and
+    torch and cuSOLVER agree; OpenBLAS does not test for NaN). ``info`` has the batch shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> flag_nan_pivots(np.diag([4.0, np.nan, 1.0]), np.zeros((), np.int32))
+    array(2, dtype=int32)
+    >>> flag_nan_pivots(np.diag([np.inf, 2.0, 2.0]), np.zeros((), np.int32))
+    array(0, dtype=int32)
+    """
     shape = info.shape
-    bad = ~np.isfinite(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
+    bad = np.isnan(np.diagonal(l, axis1=-2, axis2=-1)).reshape(-1, l.shape[-1])
     first = (bad.argmax(axis=-1) + 1).astype(np.int32)
     flat = info.reshape(-1)
     return np.where((flat == 0) & bad.any(axis=-1), first, flat).astype(np.int32).reshape(shape)
@@ -53,7 +63,7 @@ def potrf(a: np.ndarray, upper: bool):
     """``?potrf`` per matrix; the other triangle of the factor is zero (LAPACK's ``clean``).
 
     ``info`` follows Reference LAPACK, whatever LAPACK scipy carries: a NaN pivot is a
-    failure (:func:`flag_nonfinite_pivots`)."""
+    failure, an infinite one is not (:func:`flag_nan_pivots`)."""
     fn, out = _fn(a.dtype, "potrf"), np.empty_like(a)
 
     def body(i):
@@ -62,7 +72,7 @@ def potrf(a: np.ndarray, upper: bool):
 
     n = a.shape[-1]
     info = _loop(a.shape[:-2], body)
-    return out, (flag_nonfinite_pivots(out, info) if n else info)
+    return out, (flag_nan_pivots(out, info) if n else info)
 
 
 def potrs(c: np.ndarray, b: np.ndarray, upper: bool):

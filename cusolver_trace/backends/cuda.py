@@ -487,9 +487,9 @@ STATUS(status_d, double, 1)
 STATUS(status_c, float, 2)
 STATUS(status_z, double, 2)
 
-// potrf's info with a non-finite pivot flagged as Reference LAPACK's ?potrf reports it
-// (cuSOLVER's potrf can return info = 0 on NaN input): where info[b] == 0 and the factor has a
-// non-finite diagonal entry, info[b] = first such index + 1. One block per matrix, threads
+// potrf's info with a NaN pivot flagged as Reference LAPACK's ?potrf reports it (cuSOLVER's
+// potrf can return info = 0 on NaN input; +Inf is a valid pivot for both): where info[b] == 0
+// and the factor has a NaN on its diagonal, info[b] = first such index + 1. One block per matrix, threads
 // along the diagonal; in place. Hand-written for the same reason as the check kernel: torch
 // ops take ~10 launches for this.
 template<typename R, int NC>
@@ -503,7 +503,7 @@ __device__ void pivots_impl(const R* L, long long lb, long long ld, int n, int* 
         const R* Lb = L + b * lb;
         for (int i = threadIdx.x; i < n; i += blockDim.x) {
             const R* p = Lb + (long long)i * ld;
-            if (!isfinite(p[0]) || (NC == 2 && !isfinite(p[1]))) { atomicMin(&s_first, i); break; }
+            if (isnan(p[0]) || (NC == 2 && isnan(p[1]))) { atomicMin(&s_first, i); break; }
         }
     }
     __syncthreads();
@@ -550,10 +550,10 @@ def _status_function(idx: int, prefix: str, name: str = "status"):
 
 
 @on_tensor_device
-def flag_nonfinite_pivots(L: torch.Tensor, info: torch.Tensor) -> torch.Tensor:
-    """potrf's ``info`` (int32, the batch shape of ``L`` (..., n, n)) with the first
-    non-finite diagonal entry of the factor reported where info is 0, as Reference LAPACK's
-    ``?potrf`` does (it stops at a NaN pivot; cuSOLVER's potrf does not). One kernel launch
+def flag_nan_pivots(L: torch.Tensor, info: torch.Tensor) -> torch.Tensor:
+    """potrf's ``info`` (int32, the batch shape of ``L`` (..., n, n)) with the first NaN on
+    the diagonal of the factor reported where info is 0, as Reference LAPACK's ``?potrf``
+    does (it stops at a NaN pivot; cuSOLVER's potrf does not; +Inf is a valid pivot for both). One kernel launch
     on torch's current stream, no synchronization; a contiguous int32 ``info`` is updated
     in place and returned, any other is copied first."""
     n = L.shape[-1]

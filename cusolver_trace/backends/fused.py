@@ -385,6 +385,13 @@ __device__ __forceinline__ bool finite_v(V v) {{
     return isfinite(v);
 #endif
 }}
+__device__ __forceinline__ bool nan_v(V v) {{
+#if IS_COMPLEX
+    return isnan(v.x) || isnan(v.y);
+#else
+    return isnan(v);
+#endif
+}}
 __device__ __forceinline__ bool zero_v(V v) {{
 #if IS_COMPLEX
     return v.x == (R)0 && v.y == (R)0;
@@ -404,7 +411,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     // the check (args.rec != nullptr; the inverses only): per matrix of the batch, the record
     // of backends.cuda.inverse_status -- n - i for the first exact zero on the diagonal of the
     // triangle read, flags (1: that triangle has a non-finite entry, 2: the result has one) and
-    // info (potrf's, or the first non-finite pivot of A as Reference LAPACK reports it) -- and
+    // info (potrf's, or the first NaN pivot of A as Reference LAPACK reports it) -- and
     // one "anything to report" word for the whole launch in host-mapped memory (the last block
     // to finish stores it). The tests run only on the rare bad entries: shared atomics there.
     int* __restrict__ rec = args.rec;
@@ -421,7 +428,7 @@ extern "C" __global__ void __launch_bounds__(NT)
 #endif
     int* sZero = sInfo + BPB;     // per matrix: n - i of the first zero pivot of the input
     int* sFlag = sInfo + 2 * BPB; // per matrix: 1 non-finite input triangle, 2 non-finite X
-    int* sNanD = sInfo + 3 * BPB; // per matrix: n - i of the first non-finite diagonal entry
+    int* sNanD = sInfo + 3 * BPB; // per matrix: n - i of the first NaN on the diagonal
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const long long m0 = (long long)blockIdx.x * BPB;
     const long long left = batch - m0;
@@ -442,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(NT)
             if (UPPER ? (r <= c) : (r >= c)) {{
                 if (!finite_v(v)) {{
                     atomicOr(&sFlag[j], 1);
-                    if (r == c) atomicMax(&sNanD[j], N - r);
+                    if (r == c && nan_v(v)) atomicMax(&sNanD[j], N - r);
                 }} else if (r == c && zero_v(v)) {{
                     atomicMax(&sZero[j], N - r);
                 }}
@@ -1369,7 +1376,7 @@ def potrf_inverse(a, upper: bool, *, batches_per_block=None, block=None, layout=
 
 def potrf_inverse_checked(a, upper: bool, **tuning):
     """:func:`potrf_inverse` with the check computed inside the same kernel (A's triangle,
-    the result, potrf's info, a non-finite pivot reported as Reference LAPACK's ``?potrf``
+    the result, potrf's info, a NaN pivot reported as Reference LAPACK's ``?potrf``
     does); one synchronization.
 
     Returns
@@ -1380,7 +1387,7 @@ def potrf_inverse_checked(a, upper: bool, **tuning):
     record : ndarray (batch, 3) int32 or None
         None when nothing is to report; else per matrix: ``n - i`` of the first exact zero
         on A's diagonal, flags (1: A's triangle non-finite, 2: the result), and potrf's info
-        with the first non-finite pivot flagged.
+        with the first NaN pivot flagged.
 
     Examples
     --------

@@ -361,3 +361,15 @@ def test_property_log_like_text_is_always_parsed(capsys, log, gz):
         assert sum(_count(n) for n in json.loads(out.read_text())["calls"]) == records
         capsys.readouterr()
         assert path.read_bytes() == data
+
+
+def test_a_missing_script_or_module_ends_as_the_interpreter_would(tmp_path, capfd):
+    """``trace -- python3 missing.py`` passes the interpreter's own answer through: its one
+    line and status 2 (1 for ``-m missing``), never runpy's traceback."""
+    missing = tmp_path / "missing.py"
+    assert cli_main(["--", PY, str(missing)]) == 2
+    out, err = capfd.readouterr()
+    assert "can't open file" in out + err and "Traceback" not in out + err
+    assert cli_main(["--", PY, "-m", "no_such_module_xyz"]) == 1
+    out, err = capfd.readouterr()
+    assert "No module named no_such_module_xyz" in out + err and "Traceback" not in out + err

@@ -92,14 +92,36 @@ def _skip_prefixes(torch_mod) -> tuple:
     return tuple(dict.fromkeys(prefixes))
 
 
+def _missing_program(mode: str, target: str) -> None:
+    """Leave as the interpreter itself would when the script or module does not exist (its
+    message, status 2 for a path and 1 for a module), rather than with runpy's traceback."""
+    exe = os.path.basename(sys.executable) or "python3"
+    if mode == "path" and not os.path.exists(target):
+        print(f"{exe}: can't open file {os.path.abspath(target)!r}: [Errno 2] No such file or "
+              "directory", file=sys.stderr)
+        raise SystemExit(2)
+    if mode == "module":
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(target) is not None
+        except (ImportError, ValueError):  # a parent package that does not exist, or ""
+            found = False
+        if not found:
+            print(f"{exe}: No module named {target}", file=sys.stderr)
+            raise SystemExit(1)
+
+
 def _run_program(mode: str, target: str, args: list) -> None:
     if mode == "path":
+        _missing_program(mode, target)
         sys.argv = [target] + args
         sys.path[0:1] = [os.path.dirname(os.path.abspath(target))]
         runpy.run_path(target, run_name="__main__")
     elif mode == "module":
         sys.argv = [target] + args  # run_module puts the module's file in argv[0]
         sys.path[0:1] = [os.getcwd()]
+        _missing_program(mode, target)
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:  # code
         sys.argv = ["-c"] + args

@@ -481,3 +481,14 @@ def test_an_infinite_pivot_is_not_a_failure_a_nan_pivot_is():
     r = ct.compare("cholesky", torch.diag(torch.tensor([float("inf"), 4.0, 4.0], dtype=torch.float64)),
                    timing=False)
     assert r.verdict != "MISMATCH", r.verdict
+
+
+def test_a_reader_that_goes_away_is_141_not_mismatch(tmp_path):
+    """``cusolver-trace compare … | head -1``: the broken pipe is the shell's 141 (never 1,
+    the CLI's MISMATCH), with no traceback."""
+    script = (f"{sys.executable} -m cusolver_trace compare --op cholesky_inverse --n 16,32 "
+              "--uplo lower,upper --repeat 0 | head -c 10 > /dev/null; "
+              "echo ${PIPESTATUS[0]}")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr

@@ -74,6 +74,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"cusolver-trace {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): no message, the shell's status
+        import os
+
+        from .._console import EXIT_BROKEN_PIPE
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         line = _predictable(exc)
         if line is None:

@@ -365,3 +365,20 @@ def test_sweep_cli_usage_errors(tmp_path, capsys):
     assert main(["sweep", "--op", "cholesky", "--n", "8", "--method", "potri", "--device", "cpu",
                  "--out", str(tmp_path / "r.json")]) == 2
     assert "no method" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--cond", "1e300"], "too large for float64"),
+    (["--dtype", "float32", "--cond", "1e8"], "too large for float32"),
+    (["--gpus", "2"], "--gpus"),
+])
+def test_sweep_refuses_impossible_settings_before_measuring(argv, why, tmp_path, capsys):
+    """A condition number no floating-point SPD matrix can have, or GPUs that are not there:
+    exit 2 with one line, before the GEMM ceiling is measured (nothing printed on stdout)."""
+    from cusolver_trace.cli import main as cli_main
+
+    code = cli_main(["sweep", "--op", "cholesky_inverse", "--n", "16", *argv,
+                     "--out", str(tmp_path / "s.json")])
+    out, err = capsys.readouterr()
+    assert code == 2 and why in err and "Traceback" not in err
+    assert "ceiling" not in out and not (tmp_path / "s.json").exists()

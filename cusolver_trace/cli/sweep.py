@@ -91,10 +91,26 @@ def run(args) -> int:
         if method.gpu_only and not device.startswith("cuda"):
             raise UsageError(f"method {m!r} needs a CUDA device; this sweep runs on {device}")
     for d in args.dtype:
+        eps = 2 * dtype_info(d).lapack_eps  # numpy's eps (one ulp at 1)
+        if args.cond * eps >= 0.5:  # cond·eps >= 1/2: rounding makes such a matrix indefinite
+            raise UsageError(f"--cond {args.cond:g} is too large for {d}: a matrix that "
+                             f"ill-conditioned (cond·eps >= 0.5, eps = {eps:.3g}) is not "
+                             "positive definite after rounding; use at most "
+                             f"{0.5 / eps:.3g}")
         for k in args.n:
             for b in args.batch:
                 check_memory(12.0 * dtype_info(d).itemsize * k * k * b, device,
                              f"n = {k}, batch = {b}")
+    ids = None
+    if args.gpus:  # before any measuring
+        from ..workflow import physical_gpu_ids
+
+        ids = physical_gpu_ids()
+        if not ids:
+            raise UsageError("--gpus: no GPU found (nvidia-smi -L / CUDA_VISIBLE_DEVICES)")
+        count = len(ids) if args.gpus == "all" else int(args.gpus)
+        if count > len(ids):
+            raise UsageError(f"--gpus {args.gpus}: only {len(ids)} GPU(s) here")
     con = console()
     if args.device is None:
         con.print(f"[bold]device {device}[/]" + ("" if device != "cpu" else
@@ -106,14 +122,7 @@ def run(args) -> int:
         con.print(f"ceiling {d} on {c.device}: GEMM {c.gemm_gflops:,.0f} GFLOP/s "
                   f"(n = {c.gemm_n}), copy {c.copy_gbs:,.0f} GB/s")
     if args.gpus:
-        from ..workflow import physical_gpu_ids
-
-        ids = physical_gpu_ids()
-        if not ids:
-            raise UsageError("--gpus: no GPU found (nvidia-smi -L / CUDA_VISIBLE_DEVICES)")
         count = len(ids) if args.gpus == "all" else int(args.gpus)
-        if count > len(ids):
-            raise UsageError(f"--gpus {args.gpus}: only {len(ids)} GPU(s) here")
         rows = spread_over_gpus(args, ids[:count], con)
     else:
         rows = measure.run_sweep(op, args.n, args.batch, args.dtype, names, device=device,

@@ -233,3 +233,11 @@ def test_diff_shows_gpu_time_outside_library_calls():
     untimed = dict(b, summary={"timed": False, "outside_gpu_ms": None})
     assert diff_traces(a, untimed).outside["gpu_ms_b"] is None
     assert diff_traces({**a, "summary": None}, {**b, "summary": None}).outside is None
+
+
+def test_an_unwritable_json_path_fails_before_the_diff_is_printed(jsons, capsys, tmp_path):
+    code = cli_main(["diff", str(jsons["b1"]), str(jsons["b1"]), "--json",
+                     str(tmp_path / "no-such-folder" / "d.json")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "does not exist" in err and "Traceback" not in err
+    assert out == ""  # nothing of the diff: the path is checked first

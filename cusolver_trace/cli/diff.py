@@ -99,6 +99,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"cusolver-trace diff: error: {msg}", file=sys.stderr)
         return 2
 
+    from ._common import UsageError, output_path
+
+    try:
+        output_path(args.json, "--json")  # before any work, as the other subcommands do
+    except UsageError as e:
+        return fail(str(e))
     try:
         a = load_trace_json(args.a)
         b = load_trace_json(args.b)
@@ -121,8 +127,13 @@ def run(args: argparse.Namespace) -> int:
         return 0 if result.equal else 1
     except TraceInputError as e:
         return fail(str(e))
-    except BrokenPipeError:
-        return fail("output closed early (broken pipe)")
+    except BrokenPipeError:  # the reader went away (`| head`): the shell's status, no message
+        import os
+
+        from .._console import EXIT_BROKEN_PIPE
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception:
         traceback.print_exc()
         print("cusolver-trace diff: internal error (a bug; please report it with the traceback "

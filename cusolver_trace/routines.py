@@ -93,6 +93,13 @@ def _gpu_api(api: str, batch: int) -> str:
     return api
 
 
+def _fused_needs_gpu(api: str, on_gpu: bool) -> None:
+    """``api="fused"`` is a GPU-only method (cuSOLVERDx), as ``method="fused"`` is: on a CPU
+    input it raises, where the cuSOLVER API names fall back to LAPACK."""
+    if api == "fused" and not on_gpu:
+        raise ValueError("api 'fused' runs cuSOLVERDx kernels on the GPU and needs a CUDA input")
+
+
 def _info_host(info) -> np.ndarray:
     return info.cpu().numpy() if hasattr(info, "cpu") else np.asarray(info)
 
@@ -177,7 +184,8 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
         API per matrix, ``"legacy"`` = ``cusolverDn<t>potrf`` per matrix,
         ``"fused"`` = one cuSOLVERDx kernel for the whole batch (small n; needs the
         ``cuda13-fused`` extra, see :mod:`cusolver_trace.backends.fused`). CPU
-        inputs always use LAPACK ``?potrf``.
+        inputs use LAPACK ``?potrf`` whatever the cuSOLVER API named; ``"fused"``,
+        which is no cuSOLVER API but a GPU-only method, raises there.
 
     Returns
     -------
@@ -220,6 +228,7 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
     batch = math.prod(batch_shape)
     if api not in ("auto", "X", "legacy", "batched", "fused"):
         raise ValueError(f"api must be 'auto', 'X', 'legacy', 'batched' or 'fused', got {api!r}")
+    _fused_needs_gpu(api, a.on_gpu)
     if n == 0 or batch == 0:
         return _empty_result(a, a.shape, batch_shape)
     if a.on_gpu:
@@ -273,7 +282,9 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
         GPU entry point: ``cusolverDnXpotrs`` per matrix (torch's path),
         ``cusolverDn<t>potrs`` per matrix, one ``cusolverDn<t>potrsBatched``
         (``nrhs == 1`` only), or one cuSOLVERDx kernel for the whole batch
-        (``"fused"``, small n, any nrhs; the ``cuda13-fused`` extra).
+        (``"fused"``, small n, any nrhs; the ``cuda13-fused`` extra). CPU inputs use
+        LAPACK ``?potrs`` whatever the cuSOLVER API named; ``"fused"`` (GPU only)
+        raises there.
 
     Returns
     -------
@@ -282,7 +293,8 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
     Raises
     ------
     ValueError
-        Shapes do not match / broadcast, L and B on different devices, unknown api.
+        Shapes do not match / broadcast, L and B on different devices, unknown api,
+        ``api="fused"`` on CPU inputs.
     TypeError
         Unsupported or mismatched dtypes.
 
@@ -301,6 +313,7 @@ def potrs(L, B, upper: bool = False, *, api: str = "X"):
     upper = flag(upper, "upper")
     if api not in ("X", "legacy", "batched", "fused"):
         raise ValueError(f"api must be 'X', 'legacy', 'batched' or 'fused', got {api!r}")
+    _fused_needs_gpu(api, c.on_gpu)
     out_shape = tuple(batch_shape) + b.shape[-2:]
     if n == 0 or b.shape[-1] == 0 or 0 in batch_shape:
         return _empty_result(b, out_shape, batch_shape)[0]

@@ -184,3 +184,20 @@ def test_gpu_call_without_gpu_says_what_is_missing(monkeypatch):
     _load.torch_cuda.cache_clear()
     with pytest.raises(ct.GPUUnavailableError, match="no CUDA GPU"):
         cusolver.create()
+
+
+def test_api_fused_on_a_cpu_input_raises_as_method_fused_does():
+    """``api="fused"`` names a GPU-only method, not a cuSOLVER API: on a CPU input it raises
+    (it used to run LAPACK silently), while the cuSOLVER API names fall back to LAPACK."""
+    import numpy as np
+
+    import cusolver_trace as ct
+
+    A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    with pytest.raises(ValueError, match="CUDA input"):
+        ct.potrf(A, api="fused")
+    L, _ = ct.potrf(A, api="X")                      # LAPACK dpotrf, as documented
+    with pytest.raises(ValueError, match="CUDA input"):
+        ct.potrs(L, np.ones((2, 1)), api="fused")
+    with pytest.raises(ValueError, match="CUDA input"):
+        ct.cholesky_inverse(L, method="fused")

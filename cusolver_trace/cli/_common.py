@@ -64,12 +64,19 @@ def number(minimum: float | None = None, *, exclusive: bool = False):
 
 
 def csv_of(kind, name: str = "value"):
-    """argparse type: a comma-separated, non-empty list, each item parsed by ``kind``."""
+    """argparse type: a comma-separated, non-empty list, each item parsed by ``kind`` and
+    named once (``--dtype float64,float64`` would run everything twice: an error)."""
     def parse(text):
         items = str(text).split(",")
         if not items or any(v == "" for v in items):
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {name}s, got {text!r}")
-        return [kind(v) for v in items]
+        values = [kind(v) for v in items]
+        seen = []
+        for raw, v in zip(items, values):
+            if v in seen:
+                raise argparse.ArgumentTypeError(f"{name} {raw!r} is listed twice in {text!r}")
+            seen.append(v)
+        return values
     return parse
 
 

@@ -74,8 +74,6 @@ def run(args) -> int:
     op = ops.get(args.op)
     if args.trace_timeout is not None and not args.trace:
         raise UsageError("--trace-timeout is for --trace (the child that logs both sides)")
-    if len(set(args.uplo)) != len(args.uplo):
-        raise UsageError("--uplo names the same fill mode twice")
     if args.nrhs is not None and not op.has_rhs:
         raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
     json_path = output_path(args.json, "--json")

@@ -538,7 +538,7 @@ def _factor_failure_note(inputs, upper) -> str | None:
         return None
     i, k = first
     where = f" of batch element {i}" if inputs.batch_shape else ""
-    return f"A is not positive definite: the leading minor of order {k}{where} is not"
+    return f"A is not positive definite: its leading minor of order {k}{where} is not positive definite"
 
 
 def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
@@ -612,6 +612,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     >>> c.verdict in ("bitwise-equal", "within-tolerance")
     True
     """
+    if isinstance(op, str) and op not in ops.names():  # the choices: what compare can run
+        raise ops.OpError(f"compare cannot run op {op!r}; choose from "
+                          f"{', '.join(ops.names(replayable=True))}")
     o = ops.get(op)
     o.require_replay()
     upper, timing, provenance, trace = (

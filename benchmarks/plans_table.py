@@ -387,6 +387,10 @@ def dtypes_8192():
 
 
 def main():
+    if not DRY and not torch.cuda.is_available():
+        print("plans_table.py: no CUDA GPU visible to torch; PLANS_DRY=1 runs the script's "
+              "logic on the CPU with small sizes", file=sys.stderr)
+        raise SystemExit(2)
     say(f"torch {torch.__version__}, {'CPU dry run' if DRY else torch.cuda.get_device_name(0)}; cusolver_trace from "
         f"{os.path.dirname(ct.__file__)}")
     if not DRY:

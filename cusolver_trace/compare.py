@@ -661,6 +661,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 calls_differ=calls is not None and calls.counts_as_mismatch)
     split = _time_split(ts, rs)
     notes = _notes(o, inputs, upper, path, run, f, ts, rs, calls)
+    if preferred not in (None, "default") and device.type != "cuda":
+        notes.append(f"preferred={preferred!r} has no effect here: it selects torch's CUDA "
+                     "linear-algebra library, and this comparison ran on the CPU")
     spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
             "nrhs": inputs.nrhs, "dtype": dt.name, "upper": bool(upper), "device": str(device),
             "preferred": preferred or "default",

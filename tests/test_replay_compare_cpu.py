@@ -163,3 +163,13 @@ def test_not_pd_input_for_inverse_and_solve_is_failed_alike(op):
     c = compare(op, A, timing=False, provenance=False)
     assert c.verdict in ("failed-alike", "bitwise-equal")
     assert any("not positive definite" in n for n in c.notes)
+
+
+def test_a_cuda_library_preference_on_the_cpu_is_noted_not_silently_ignored():
+    import cusolver_trace as ct
+    from cusolver_trace.matrices import spd
+
+    c = ct.compare("cholesky", spd(8), preferred="magma", timing=False, provenance=False)
+    assert any("preferred='magma' has no effect" in n for n in c.notes)
+    c = ct.compare("cholesky", spd(8), timing=False, provenance=False)
+    assert not any("has no effect" in n for n in c.notes)

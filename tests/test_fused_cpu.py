@@ -501,3 +501,21 @@ def test_the_shipped_auto_table_picks_fused_only_where_it_was_measured(monkeypat
                             (1, 16, "float64")):
         assert routines.resolve_method("auto", n, batch, dtype, "cuda") != "fused", (batch, n, dtype)
     assert routines.resolve_method("auto", 8, 10000, "float64", "cpu") == "potri"
+
+
+def test_the_in_kernel_check_is_a_separate_compiled_kernel():
+    """check=True compiles the check in (CHECK 1); the default kernel has none of its code
+    (CHECK 0: the record pointer is a constant null), so the unchecked kernels keep their
+    speed; the two never share a cache entry; only the inverses have the check."""
+    k0 = F.make_key("inverse", 8, 8, "float64", False, "row_major", "row_major", SM,
+                    batches_per_block=4, block=(32,))
+    k1 = F.make_key("inverse", 8, 8, "float64", False, "row_major", "row_major", SM,
+                    batches_per_block=4, block=(32,), check=True)
+    assert (k0.check, k1.check) == (False, True)
+    s0, s1 = (F.kernel_source(k, {"potrs": "p"}) for k in (k0, k1))
+    assert "#define CHECK 0" in s0 and "#define CHECK 1" in s1
+    assert "CHECK ? args.rec : nullptr" in s0
+    assert F.cache_key(k0, {"v": "1"}) != F.cache_key(k1, {"v": "1"})
+    with pytest.raises(ValueError, match="inverses"):
+        F.make_key("potrf", 8, 0, "float64", False, "row_major", "row_major", SM,
+                   batches_per_block=4, block=(32,), check=True)

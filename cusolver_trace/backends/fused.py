@@ -277,7 +277,7 @@ class FusedKey:
     check : bool
         Compile the in-kernel check (the inverses; :func:`cholesky_inverse_checked`). A
         kernel without it carries none of its code: compiled in but switched off at run
-        time, it made the unchecked kernels 20-36 % slower on the H200 (100000 x 16,
+        time, it made the unchecked kernels 19-36 % slower on the H200 (100000 x 16,
         1000 x 64), most likely through register pressure.
     """
 

@@ -153,9 +153,13 @@ def render(runs: list[DeviceRun], title: str = "hello_cholesky workflow: cholesk
     for col in ("device", "GPU", "torch ms [IQR]", "replay ms [IQR]", "replay/torch",
                 f"torch time / {first.device}", "torch == replay (bits)", f"result == result on {first.device} (bits)"):
         t.add_column(col)
+    def ms(tm):  # "~" marks a noisy median (IQR over 20 % of it), as compare's table does
+        return f"{'~' if tm.noisy else ''}{tm.median_ms:.3f} [{tm.iqr_ms:.3f}]"
+
     for r in runs:
-        t.add_row(r.device, r.name, f"{r.torch.median_ms:.3f} [{r.torch.iqr_ms:.3f}]",
-                  f"{r.replay.median_ms:.3f} [{r.replay.iqr_ms:.3f}]", f"{r.ratio:.3f}",
+        t.add_row(r.device, r.name, ms(r.torch), ms(r.replay), f"{r.ratio:.3f}",
                   f"{r.torch.median_ms / first.torch.median_ms:.3f}", str(r.torch_equals_replay),
                   str(checks.bitwise_equal(r.U, first.U)))
+    if any(tm.noisy for r in runs for tm in (r.torch, r.replay)):
+        t.caption = "~ noisy: the IQR is more than 20 % of the median (more --repeat / --warmup)"
     return t

@@ -99,3 +99,26 @@ def test_results_table_names_physical_gpus_of_pinned_workers():
     assert "cholesky_inverse on GPU 0 (CUDA_VISIBLE_DEVICES)" in one
     plain = text([{k: v for k, v in r.items() if k != "physical_gpu"} for r in rows])
     assert "cholesky_inverse on cpu" in plain
+
+
+def test_the_devices_table_marks_a_noisy_median():
+    import io
+
+    import torch
+    from rich.console import Console
+
+    from cusolver_trace.timing import Timing
+    from cusolver_trace.workflow import DeviceRun, render
+
+    steady = Timing.from_samples([1.0, 1.0, 1.01, 1.0], "perf_counter")
+    noisy = Timing.from_samples([1.0, 3.0, 0.5, 9.0], "perf_counter")
+    U = torch.eye(2)
+
+    def text(replay):
+        con = Console(file=io.StringIO(), width=300)
+        con.print(render([DeviceRun("cpu", "CPU", steady, replay, True, U)], "t"))
+        return con.file.getvalue()
+
+    assert "~" not in text(steady) and "noisy" not in text(steady)
+    out = text(noisy)
+    assert "~" in out and "noisy" in out

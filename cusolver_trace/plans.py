@@ -756,7 +756,8 @@ def _gemm_lauum_params(dtype, overrides):
 
 
 def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> Plan:
-    """The inverse from a Cholesky factor in two buffers, its flops in GEMM, on several streams.
+    """The inverse from a Cholesky factor in two buffers (three with ``trtri_scratch``), its
+    flops in GEMM, on several streams.
 
     Matrix 0 holds L (lower; ``upper``: U), matrix 1 starts as the identity.
 
@@ -783,9 +784,11 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
 
     Examples
     --------
-    >>> p = inverse_plan(1000, dtype="float64", streams=2)
+    >>> p = inverse_plan(1000, dtype="float64", streams=2)   # float64: trtri_scratch
     >>> p.matrices, p.identity, p.result, p.streams
-    (2, (1,), 0, 2)
+    (3, (1,), 0, 2)
+    >>> inverse_plan(1000, dtype="float32").matrices
+    2
     >>> check_schedule(p.calls)
     """
     p = _gemm_lauum_params(dtype, params)
@@ -795,13 +798,18 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
 @functools.lru_cache(maxsize=64)
 def _inverse_plan(n, upper, items):
     p = dict(items)
-    calls = _inverse_calls(n, p)
+    return _gemm_lauum_plan(_inverse_calls(n, p), n, upper, p)
+
+
+def _gemm_lauum_plan(calls, n, upper, p, **extra) -> Plan:
+    """The :class:`Plan` of lower-triangular gemm_lauum-style ``calls`` (their upper
+    transposes with ``upper``), scheduled on ``p["streams"]`` streams, in 2 matrices (3 with
+    ``trtri_scratch``), matrix 1 the identity, the result in matrix 0."""
     if upper:
         calls = [transpose_call(c, n) for c in calls]
     calls = schedule(calls, p["streams"])
     return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] else 2, identity=(1,),
-                result=0,
-                streams=max((c.stream for c in calls), default=0) + 1)
+                result=0, streams=max((c.stream for c in calls), default=0) + 1, **extra)
 
 
 def _potrf_calls(n, p):
@@ -861,13 +869,7 @@ def spd_inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) 
 def _spd_inverse_plan(n, upper, items):
     p = dict(items)
     fac, slots = _potrf_calls(n, p)
-    calls = fac + _inverse_calls(n, p)
-    if upper:
-        calls = [transpose_call(c, n) for c in calls]
-    calls = schedule(calls, p["streams"])
-    return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] else 2, identity=(1,),
-                result=0,
-                streams=max((c.stream for c in calls), default=0) + 1, info_slots=slots)
+    return _gemm_lauum_plan(fac + _inverse_calls(n, p), n, upper, p, info_slots=slots)
 
 
 def _inverse_calls(n, p):

@@ -129,10 +129,14 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
     """
     import torch
 
-    if int(repeat) < 1 or int(warmup) < 0 or int(calls_per_sample) < 1:
-        raise ValueError(f"time_calls needs repeat >= 1, warmup >= 0 and calls_per_sample >= 1, "
-                         f"got repeat={repeat} warmup={warmup} calls_per_sample={calls_per_sample}")
-    k = int(calls_per_sample)
+    if int(repeat) < 1 or int(warmup) < 0:
+        raise ValueError(f"time_calls needs repeat >= 1 and warmup >= 0, got repeat={repeat} "
+                         f"warmup={warmup}")
+    if not isinstance(calls_per_sample, int) or isinstance(calls_per_sample, bool) \
+            or calls_per_sample < 1:  # never rounded: 2.5 calls is not a run length
+        raise ValueError(f"time_calls needs calls_per_sample, an int >= 1, got "
+                         f"{calls_per_sample!r}")
+    k = calls_per_sample
     on_cuda = device is not None and torch.device(device).type == "cuda"
     for _ in range(warmup):
         for fn in fns.values():

@@ -386,3 +386,19 @@ def test_time_calls_runs_calls_per_sample_consecutive_calls_and_reports_per_call
     assert set(t) == {"a", "b"} and all(v.median_ms >= 0 for v in t.values())
     with pytest.raises(ValueError, match="calls_per_sample"):
         time_calls({"a": make("a")}, calls_per_sample=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3),
+                 st.none()))
+def test_property_calls_per_sample_takes_a_positive_int_only(value):
+    """Anything but an int >= 1 (floats, bools, strings, None, 0, negatives) is a ValueError
+    before any call runs; the callables dict is left as it was."""
+    from cusolver_trace.timing import time_calls
+
+    calls = []
+    fns = {"a": lambda: calls.append(1)}
+    before = dict(fns)
+    with pytest.raises(ValueError, match="calls_per_sample"):
+        time_calls(fns, repeat=1, warmup=0, calls_per_sample=value)
+    assert calls == [] and fns == before

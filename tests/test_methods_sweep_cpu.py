@@ -382,3 +382,31 @@ def test_sweep_refuses_impossible_settings_before_measuring(argv, why, tmp_path,
     out, err = capsys.readouterr()
     assert code == 2 and why in err and "Traceback" not in err
     assert "ceiling" not in out and not (tmp_path / "s.json").exists()
+
+
+@settings(max_examples=25, deadline=None)
+@given(dtype=st.sampled_from(["float32", "float64", "complex64", "complex128"]),
+       factor=st.floats(min_value=0.5, max_value=1e300, allow_nan=False))
+def test_property_a_condition_number_past_half_over_eps_is_exit_2(dtype, factor, tmp_path_factory):
+    """Every cond >= 0.5 / eps of the dtype (or one that overflows to inf) is refused with
+    one line and exit 2 before any work; the argument list is not changed."""
+    import contextlib
+    import io
+
+    from cusolver_trace._dtypes import dtype_info
+    from cusolver_trace.cli import main as cli_main
+
+    cond = max(factor, 1.0) / (2 * dtype_info(dtype).lapack_eps)
+    out = tmp_path_factory.mktemp("cond") / "s.json"
+    argv = ["sweep", "--op", "cholesky_inverse", "--n", "8", "--dtype", dtype, "--cond", repr(cond),
+            "--out", str(out)]
+    before = list(argv)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = cli_main(argv)
+        except SystemExit as e:  # cond overflowed to inf: refused by the parser itself
+            code = e.code
+    text = err.getvalue()
+    assert code == 2 and ("too large" in text or "finite" in text) and "Traceback" not in text
+    assert argv == before and not out.exists()

@@ -238,10 +238,11 @@ def potrf(A, upper: bool = False, *, check: bool = True, api: str = "auto"):
         else:
             l, info = _cuda().potrf(a.data, upper, gapi)
         routine = _routine(a.dtype, "potrf", True, gapi)
-    else:
+        info = _flag_nan_pivots(l, info.reshape(batch_shape))
+    else:  # the CPU backend's potrf flags NaN pivots itself
         l, info = _cpu.potrf(as_numpy(a), upper)
         routine = _routine(a.dtype, "potrf", False)
-    info = _flag_nan_pivots(l, info.reshape(batch_shape))
+        info = info.reshape(batch_shape)
     if check:
         raise_for_info(routine, info, batch_shape)
     return wrap(l, a), wrap(info, a)

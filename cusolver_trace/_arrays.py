@@ -71,7 +71,9 @@ def operand(x, name: str) -> Operand:
         kind, on_gpu = "torch", x.is_cuda
         if not on_gpu and x.device.type != "cpu":
             raise ValueError(f"{name}: device {x.device} is not supported (use cuda or cpu)")
-        data = x.detach()  # requires_grad inputs are read as values; results track no gradient
+        # requires_grad inputs are read as values; results track no gradient (detach only
+        # then: it builds a new tensor, ~2 µs of a call's host time)
+        data = x.detach() if x.requires_grad else x
     elif _is_cupy(x):
         kind, on_gpu = "cupy", True
         data = None  # converted after the checks below

@@ -370,6 +370,7 @@ def test_missing_extra_names_the_extra(monkeypatch):
         return real_import(name, *a, **kw)
 
     monkeypatch.setattr(F, "_TOOLS", None)
+    monkeypatch.setattr(F, "_TOOLS_ERROR", None)
     monkeypatch.setattr(builtins, "__import__", no_nvmath)
     with pytest.raises(F.FusedUnavailableError, match=r"cusolver-trace\[cuda13-fused\]") as exc:
         F._tools()
@@ -379,6 +380,9 @@ def test_missing_extra_names_the_extra(monkeypatch):
     assert "cusolver-trace[cuda13-fused]" in F.available()
     with pytest.raises(F.FusedUnavailableError):
         F.potrf(torch.eye(3), False)
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    with pytest.raises(F.FusedUnavailableError):   # the failure is remembered, not retried
+        F._tools()
 
 
 def test_import_needs_no_gpu_stack():

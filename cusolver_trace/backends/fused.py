@@ -40,6 +40,7 @@ source, the disk cache) and is tested without a GPU.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -227,6 +228,7 @@ def _too_big(op, n, dtype, bpb, limit):
             "(method='auto' falls back to torch)")
 
 
+@functools.lru_cache(maxsize=4096)   # pure; asked on every method="auto" call
 def fits(op: str, n: int, dtype: str, limit: int = SMEM_LIMIT) -> bool:
     """Whether the fused kernel can run ``op`` on n x n ``dtype`` matrices (one per block).
 
@@ -738,7 +740,6 @@ def missing_extra_message(exc: BaseException | None = None) -> str:
 # --------------------------------------------------------------------------- GPU
 _lock = threading.Lock()
 _MODULES: dict = {}   # (device index, FusedKey) -> (cupy Function, meta)
-_STREAMS: dict = {}   # (device index, torch stream pointer) -> CuPy stream view
 _CONFIG: dict = {}    # (op, n, dtype, upper, sm) -> (batches_per_block, block) chosen
 _TOOLS = None
 
@@ -746,9 +747,11 @@ _TOOLS = None
 def _tools():
     """nvmath.device, mathdx, NVRTC and nvJitLink bindings, imported once; raises
     :class:`FusedUnavailableError` naming the extra when any is missing."""
-    global _TOOLS
+    global _TOOLS, _TOOLS_ERROR
     if _TOOLS is not None:
         return _TOOLS
+    if _TOOLS_ERROR is not None:   # a failed import is not retried on every call (~70 µs)
+        raise FusedUnavailableError(_TOOLS_ERROR)
     try:
         import numpy as np
 
@@ -762,7 +765,8 @@ def _tools():
         from nvmath.device.cusolverdx import compile_solver_execute
         from nvmath.device.cusolverdx_backend import get_universal_fatbin  # noqa: F401
     except Exception as exc:  # ImportError, or a library that fails to load
-        raise FusedUnavailableError(missing_extra_message(exc)) from exc
+        _TOOLS_ERROR = missing_extra_message(exc)
+        raise FusedUnavailableError(_TOOLS_ERROR) from exc
     _TOOLS = {"np": np, "Solver": Solver, "CC": ComputeCapability, "mathdx": mathdx,
               "compile": compile_solver_execute, "nvrtc": nvrtc, "nvjitlink": nvjitlink,
               "nvmath_version": getattr(nvmath, "__version__", "?")}
@@ -780,6 +784,9 @@ def available() -> str | None:
     except FusedUnavailableError as exc:
         return str(exc)
     return None
+
+
+_TOOLS_ERROR = None   # why _tools() failed, once it has
 
 
 def versions() -> dict:
@@ -1073,25 +1080,8 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
     return hit
 
 
-def _stream(cp, torch, idx: int):
-    """CuPy's view of torch's current stream on device ``idx`` (cached per stream). The raw
-    pointer comes from ``torch._C._cuda_getCurrentRawStream`` (what ``torch.cuda.current_stream``
-    wraps, without building a Stream object: ~0.3 µs instead of ~2 µs per call)."""
-    global _raw_stream
-    if _raw_stream is None:
-        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-            lambda i: torch.cuda.current_stream(i).cuda_stream)
-    raw = _raw_stream(idx)
-    st = _STREAMS.get((idx, raw))
-    if st is None:
-        from ._context import cupy_stream
-
-        stream = torch.cuda.current_stream(idx)
-        st = _STREAMS[idx, stream.cuda_stream] = cupy_stream(cp, stream, idx)
-    return st
-
-
-_raw_stream = None   # private but long-standing torch call; the public one is the fallback
+_raw_stream = None   # torch._C._cuda_getCurrentRawStream (private but long-standing; ~0.3 µs against ~2 µs
+#                      for torch.cuda.current_stream); the public call is the fallback
 
 
 def _operand(x):
@@ -1116,19 +1106,59 @@ def _empty(torch, batch_shape, r, c, arr, like):
 
 #: The kernel's argument struct (``FusedArgs`` in :data:`_KERNEL`), in field order.
 _ARG_FIELDS = ("A", "B", "X", "info", "batch", "rec", "counter", "summary")
-_ARGS = threading.local()   # per thread: one int64 buffer for the struct (CuPy copies it at launch)
+_ARGS = threading.local()   # per thread: the struct's buffer and cuLaunchKernel's params array
 
 
 def _arg_buffer():
-    """This thread's ``(values, param)``: 8 int64 and the one-element void view of them that
-    CuPy passes by value as the struct."""
+    """This thread's ``(values, params)``: 8 int64 holding the struct, and the address of
+    ``kernelParams``, a one-entry ``void*`` array pointing at them, for
+    ``cuLaunchKernel`` (which copies the struct at launch, so one buffer per thread
+    serves every call)."""
     buf = getattr(_ARGS, "buf", None)
     if buf is None:
         import numpy as np
 
         values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
-        buf = _ARGS.buf = (values, values.view(np.dtype((np.void, values.nbytes))))
-    return buf
+        params = np.array([values.ctypes.data], dtype=np.uintp)
+        buf = _ARGS.buf = (values, params.ctypes.data, params)   # params kept alive here
+    return buf[0], buf[1]
+
+
+#: torch dtype -> name, for the dtypes the kernels take (filled on first use)
+_TORCH_DTYPES: dict = {}
+
+
+def _dtype_name(torch, dt) -> str:
+    name = _TORCH_DTYPES.get(dt)
+    if name is None:
+        name = str(dt).removeprefix("torch.")
+        if name not in _DTYPES:
+            raise TypeError(f"fused: unsupported dtype {name}")
+        _TORCH_DTYPES[dt] = name
+    return name
+
+
+class _Prepared:
+    """Everything one kind of call needs at launch, decided once (:func:`plan_call`,
+    :func:`kernel`) and kept in :data:`_CALLS`: the per-call work is then one dict lookup,
+    the output allocation and the launch."""
+
+    __slots__ = ("fn", "key", "mod", "out", "bpb", "block", "smem")
+
+    def __init__(self, fn, key: FusedKey, mod, out: str):
+        self.fn, self.key, self.mod, self.out = fn.ptr, key, mod, out
+        self.bpb, self.block, self.smem = key.batches_per_block, key.block, key.shared_bytes
+
+
+_CALLS: dict = {}   # (op, dtype, upper, arrangements, n, nrhs, device, tuning, check) -> _Prepared
+
+
+def _prepare(op, dtype, upper, in_a, in_b, layout, n, nrhs, idx, batches_per_block, block,
+             pad, check) -> _Prepared:
+    plan = plan_call(op, dtype, upper, in_a, in_b, layout)
+    fn, key, mod = kernel(idx, op, n, nrhs, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
+                          batches_per_block, block, plan["conj"], pad, bool(check))
+    return _Prepared(fn, key, mod, plan["out"])
 
 
 def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=None, check=False):
@@ -1136,15 +1166,15 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
     (the inverses) ``(out, info, record)`` after the call's one synchronization, where
     ``record`` is None when nothing is to report, else the ``(batch, 3)`` host record of
     :func:`cusolver_trace.backends.cuda.inverse_status`."""
-    _tools()   # first: a missing extra is named before anything else fails
+    if _TOOLS is None:
+        _tools()   # first: a missing extra is named before anything else fails
     import torch
 
-    dtype = str(x.dtype).removeprefix("torch.")
-    if dtype not in _DTYPES:
-        raise TypeError(f"fused: unsupported dtype {dtype}")
+    dtype = _dtype_name(torch, x.dtype)
     x, in_a = _operand(x)
-    n = x.shape[-1]
-    batch_shape = x.shape[:-2]
+    shape = x.shape
+    n = shape[-1]
+    batch_shape = shape[:-2]
     batch = math.prod(batch_shape)
     idx = x.get_device()   # an int, without building a torch.device
     if idx < 0:
@@ -1152,46 +1182,85 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
     in_b = None
     if b is not None:
         b, in_b = _operand(b)
-    plan = _PLANS.get((op, dtype, upper, in_a, in_b, layout))
-    if plan is None:
-        plan = _PLANS[op, dtype, upper, in_a, in_b, layout] = plan_call(op, dtype, upper, in_a,
-                                                                        in_b, layout)
     nrhs = b.shape[-1] if op == "solve" else (0 if op == "potrf" else n)
-    fn, key, _ = kernel(idx, op, n, nrhs, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
-                        batches_per_block, block, plan["conj"], pad, bool(check))
-    out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, plan["out"], x)
+    memo = (op, dtype, upper, in_a, in_b, layout, n, nrhs, idx, batches_per_block,
+            None if block is None else tuple(block), pad, check)
+    prep = _CALLS.get(memo)
+    if prep is None:
+        prep = _CALLS[memo] = _prepare(op, dtype, upper, in_a, in_b, layout, n, nrhs, idx,
+                                       batches_per_block, block, pad, check)
+    out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, prep.out, x)
     info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
     if batch == 0:
         return (out, info, None) if check else (out, info)
-    if torch.cuda.current_device() != idx:
+    if _current_device(torch) != idx:
         import cupy as cp
 
         with torch.cuda.device(idx), cp.cuda.Device(idx):
-            return _launch(fn, key, idx, x, b, out, info, batch, check)
-    return _launch(fn, key, idx, x, b, out, info, batch, check)
+            return _launch(prep, idx, x, b, out, info, batch, check)
+    return _launch(prep, idx, x, b, out, info, batch, check)
 
 
-def _launch(fn, key, idx, x, b, out, info, batch, check):
-    import cupy as cp
-    import torch
+def _current_device(torch) -> int:
+    """torch's current CUDA device (``torch._C._cuda_getDevice``, what
+    ``torch.cuda.current_device`` wraps after its lazy-init check, which the tensors
+    in hand have already passed)."""
+    global _get_device
+    if _get_device is None:
+        _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    return _get_device()
 
+
+_get_device = None
+
+
+def _launch(prep: _Prepared, idx, x, b, out, info, batch, check):
+    """One ``cuLaunchKernel`` (CuPy's binding of the driver call) on torch's current stream.
+    Hand-written instead of calling CuPy's ``Function``: that wrapper converts every
+    argument on each call, and this path's goal is a few microseconds of host time."""
     rec = counter = summary = 0
     if check:
         from . import cuda as _cuda_backend   # the check's state and its one synchronization
 
         state, acc, stream_ptr, summary = _cuda_backend.self_check_buffers(idx, batch)
         rec, counter = acc.data_ptr(), state.counter_ptr
-    values, param = _arg_buffer()
+    else:
+        stream_ptr = _raw_stream_ptr(idx)
+    values, params = _arg_buffer()
     values[:] = (x.data_ptr(), 0 if b is None else b.data_ptr(), out.data_ptr(),
                  0 if info is None else info.data_ptr(), batch, rec, counter, summary)
-    fn((grid_size(batch, key.batches_per_block),), key.block, (param,),
-       shared_mem=key.shared_bytes, stream=_stream(cp, torch, idx))
+    bx, by, bz = prep.block
+    _driver().launchKernel(prep.fn, -(-batch // prep.bpb), 1, 1, bx, by, bz, prep.smem,
+                           stream_ptr, params, 0)
     if not check:
         return out, info
     return out, info, _cuda_backend.finish_check(idx, state, acc, stream_ptr, batch)
 
 
-_PLANS: dict = {}
+def _driver():
+    global _DRIVER
+    if _DRIVER is None:
+        from cupy.cuda import driver
+
+        _DRIVER = driver
+    return _DRIVER
+
+
+_DRIVER = None
+
+
+def _raw_stream_ptr(idx: int) -> int:
+    """torch's current stream on device ``idx`` as a raw pointer (see :func:`_stream`)."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(idx)
+
+
+
 
 
 # --------------------------------------------------------------------------- backend routines

@@ -22,10 +22,7 @@ class Operand:
     data: object
     dtype: DtypeInfo
     on_gpu: bool
-
-    @property
-    def shape(self):
-        return tuple(self.data.shape)
+    shape: tuple = ()   # data's shape, taken once (a torch shape is a new tuple per access)
 
     @property
     def batch_shape(self):
@@ -96,7 +93,7 @@ def operand(x, name: str) -> Operand:
         import torch
 
         data = torch.from_dlpack(x)
-    return Operand(kind, data, dt, on_gpu)
+    return Operand(kind, data, dt, on_gpu, shape)
 
 
 def require_square(op: Operand, name: str) -> int:

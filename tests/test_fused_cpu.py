@@ -371,6 +371,7 @@ def test_missing_extra_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(F, "_TOOLS", None)
     monkeypatch.setattr(F, "_TOOLS_ERROR", None)
+    monkeypatch.setattr(F, "_AVAILABLE", False)
     monkeypatch.setattr(builtins, "__import__", no_nvmath)
     with pytest.raises(F.FusedUnavailableError, match=r"cusolver-trace\[cuda13-fused\]") as exc:
         F._tools()

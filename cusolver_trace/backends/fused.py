@@ -774,7 +774,11 @@ def _tools():
 
 
 def available() -> str | None:
-    """None when the fused method can run here, else the reason (one line)."""
+    """None when the fused method can run here, else the reason (one line). A yes is
+    remembered for the process (``auto`` asks on every call)."""
+    global _AVAILABLE
+    if _AVAILABLE:
+        return None
     try:
         _tools()
         import torch
@@ -783,7 +787,11 @@ def available() -> str | None:
             return "no CUDA GPU is visible to torch"
     except FusedUnavailableError as exc:
         return str(exc)
+    _AVAILABLE = True
     return None
+
+
+_AVAILABLE = False
 
 
 _TOOLS_ERROR = None   # why _tools() failed, once it has

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -52,9 +53,14 @@ def _cuda():
 
 
 def _fused():
-    from .backends import fused
+    if not _FUSED:   # imported once (an import statement per call costs ~1 µs)
+        from .backends import fused
 
-    return fused
+        _FUSED.append(fused)
+    return _FUSED[0]
+
+
+_FUSED: list = []
 
 
 def default_device() -> tuple[str, str | None]:
@@ -630,8 +636,9 @@ class AutoRule:
 #: 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.09 / 0.54 / 0.26 / 1.01 / 0.80 / 0.88
 #: of torch's time; float32 0.09 / 0.48 / 0.22 / 0.35 / 0.32 / 0.26 (batches of 100 and
 #: more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
-#: torch. Update these rows from `cusolver-trace sweep`.
-AUTO_TABLE: dict[str, AutoRule] = {
+#: torch. Update these rows from `cusolver-trace sweep`. Read-only: ``auto`` remembers its
+#: choice per shape; to try other rules, assign a whole new table to ``AUTO_TABLE``.
+AUTO_TABLE: Mapping[str, AutoRule] = MappingProxyType({
     "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
     "batches of 512 x 512": AutoRule("trsm_batched", device="cuda", batch_min=2, n_min=512,
                                      n_max=512),
@@ -648,7 +655,7 @@ AUTO_TABLE: dict[str, AutoRule] = {
     "batches of 100+ small real matrices (cuda13-fused extra)": AutoRule(
         "fused", device="cuda", batch_min=100, n_max=128, dtypes=("float32", "float64")),
     "otherwise: torch's own choice": AutoRule("torch"),
-}
+})
 
 
 def _auto_can_run(method: str, n: int, dtype: str) -> bool:
@@ -659,6 +666,29 @@ def _auto_can_run(method: str, n: int, dtype: str) -> bool:
         return True
     fused = _fused()
     return fused.available() is None and fused.fits("inverse", n, dtype)
+
+
+def _auto(n: int, batch: int, name: str, dev: str) -> str:
+    """The rule :data:`AUTO_TABLE` picks, remembered per shape (walking the rules costs
+    about 6 µs of a call's host time): a memo entry holds for the table object and the
+    fused method's ``available`` it was made with, so replacing either (tests do) is seen."""
+    fused_available = _fused().available
+    key = (n, batch, name, dev)
+    hit = _AUTO_MEMO.get(key)
+    if hit is not None and hit[1] is AUTO_TABLE and hit[2] is fused_available:
+        return hit[0]
+    for rule in AUTO_TABLE.values():
+        if rule.matches(n, batch, name, dev) and _auto_can_run(rule.method, n, name):
+            break
+    else:
+        raise LookupError(f"AUTO_TABLE has no rule for n={n} batch={batch} {name} on {dev}")
+    if len(_AUTO_MEMO) >= 4096:   # many distinct shapes: start over rather than grow
+        _AUTO_MEMO.clear()
+    _AUTO_MEMO[key] = (rule.method, AUTO_TABLE, fused_available)
+    return rule.method
+
+
+_AUTO_MEMO: dict = {}
 
 
 def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device="cuda") -> str:
@@ -699,13 +729,7 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     if method not in METHOD_NAMES:
         raise ValueError(f"method must be one of {', '.join(METHOD_NAMES)}, got {method!r}")
     if method == "auto":
-        name = dtype_info(dtype).name
-        for rule in AUTO_TABLE.values():
-            if rule.matches(n, batch, name, dev) and _auto_can_run(rule.method, n, name):
-                method = rule.method
-                break
-        else:
-            raise LookupError(f"AUTO_TABLE has no rule for n={n} batch={batch} {name} on {dev}")
+        method = _auto(n, batch, dtype_info(dtype).name, dev)
     if dev != "cuda" and INVERSE_METHODS[method].gpu_only:
         raise ValueError(f"method {method!r} runs on the GPU "
                          f"({INVERSE_METHODS[method].routine_name(dtype, True)}) "

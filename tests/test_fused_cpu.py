@@ -524,3 +524,24 @@ def test_the_in_kernel_check_is_a_separate_compiled_kernel():
     with pytest.raises(ValueError, match="inverses"):
         F.make_key("potrf", 8, 0, "float64", False, "row_major", "row_major", SM,
                    batches_per_block=4, block=(32,), check=True)
+
+
+def test_auto_remembers_its_choice_per_shape_but_sees_a_new_table(monkeypatch):
+    """``auto`` walks AUTO_TABLE once per shape; replacing the table (or the fused method's
+    availability) is seen on the next call; the shipped table cannot be changed in place."""
+    from cusolver_trace import routines
+
+    with pytest.raises(TypeError):
+        routines.AUTO_TABLE["mine"] = routines.AutoRule("potri")
+    before = routines.resolve_method("auto", 8, 10000, "float64", "cuda")
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == before  # remembered
+    monkeypatch.setattr(routines, "AUTO_TABLE", {"all": routines.AutoRule("potri")})
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "potri"
+    monkeypatch.setattr(routines, "AUTO_TABLE", {
+        "fused": routines.AutoRule("fused", device="cuda"), "else": routines.AutoRule("trsm")})
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "trsm"  # no extra here
+    monkeypatch.setattr(F, "available", lambda: None)
+    assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "fused"
+    with pytest.raises(LookupError):
+        monkeypatch.setattr(routines, "AUTO_TABLE", {})
+        routines.resolve_method("auto", 8, 10000, "float64", "cuda")

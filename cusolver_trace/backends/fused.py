@@ -454,11 +454,17 @@ extern "C" __global__ void __launch_bounds__(NT)
     for (int i = tid; i < BPB * N * N; i += NT) {{
         const int j = i / (N * N), e = i - j * (N * N);
         const int s = j * (N * LDA) + (e / N) * LDA + e % N;   // leading dimension LDA >= N
-        const V v = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
-        sA[s] = v;
-        if (rec != nullptr && j < here) {{
+        sA[s] = (j < here) ? Ab[i] : ((e / N == e % N) ? vone() : vzero());
+    }}
+    __syncthreads();
+    if (rec != nullptr) {{
+        // the input's check, a pass over shared memory of its own: the memory-bound load loop
+        // above stays as in the unchecked kernel (no branches or atomics between its loads)
+        for (int i = tid; i < here * N * N; i += NT) {{
+            const int j = i / (N * N), e = i - j * (N * N);
             const int r = A_ROW ? e / N : e % N, c = A_ROW ? e % N : e / N;
             if (UPPER ? (r <= c) : (r >= c)) {{
+                const V v = sA[j * (N * LDA) + (e / N) * LDA + e % N];
                 if (!finite_v(v)) {{
                     atomicOr(&sFlag[j], 1);
                     if (r == c && nan_v(v)) atomicMax(&sNanD[j], N - r);
@@ -467,8 +473,8 @@ extern "C" __global__ void __launch_bounds__(NT)
                 }}
             }}
         }}
+        __syncthreads();
     }}
-    __syncthreads();
 #if OP == 0 || OP == 2
     {potrf}(sA, sInfo);
     __syncthreads();

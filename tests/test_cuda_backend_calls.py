@@ -195,6 +195,7 @@ def raw(monkeypatch):
     stream = {"ptr": 0}
     monkeypatch.setattr(_context, "current_stream_ptr", lambda idx: stream["ptr"])
     monkeypatch.setattr(torch.cuda, "current_device", lambda: -1)  # CPU tensors: get_device() == -1
+    monkeypatch.setattr(cuda, "_current_device", lambda: -1)
     monkeypatch.setattr(_context, "device_bytes",
                         lambda idx, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
 

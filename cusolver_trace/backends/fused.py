@@ -515,6 +515,15 @@ extern "C" __global__ void __launch_bounds__(NT)
         __syncthreads();
         {potrs}(sA, sB);
         __syncthreads();
+        if (rec != nullptr) {{
+            // the result's check, its own pass over shared memory (as the input's, above)
+            for (int i = tid; i < here * N * KC; i += NT) {{
+                const int j = i / (N * KC), e = i - j * (N * KC);
+                const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
+                if (c0 + cc < NRHS && !finite_v(sB[j * SB_ONE + (B_ROW ? r * LDB + cc : cc * LDB + r)]))
+                    atomicOr(&sFlag[j], 2);
+            }}
+        }}
         for (int i = tid; i < here * N * KC; i += NT) {{
             const int j = i / (N * KC), e = i - j * (N * KC);
             const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
@@ -525,7 +534,6 @@ extern "C" __global__ void __launch_bounds__(NT)
                 w.y = -w.y;
 #endif
                 X[(m0 + j) * bstride + (B_ROW ? (long long)r * NRHS + col : (long long)col * N + r)] = w;
-                if (rec != nullptr && !finite_v(w)) atomicOr(&sFlag[j], 2);
             }}
         }}
         __syncthreads();

@@ -373,6 +373,10 @@ _KERNEL = r"""
 #define IS_COMPLEX {is_complex}
 #define CONJ {conj}
 #define CHECK {check}
+// the checks' passes: threads per column of a matrix (the columns of a block's matrices
+// split over NT threads; where there are fewer columns than threads, a column's rows)
+#define SEGA ((NT / (BPB * N)) > 0 ? (NT / (BPB * N)) : 1)
+#define SEGB ((NT / (BPB * KC)) > 0 ? (NT / (BPB * KC)) : 1)
 typedef {real} R;
 #if IS_COMPLEX
 struct __align__(2 * sizeof(R)) V {{ R x, y; }};
@@ -459,19 +463,27 @@ extern "C" __global__ void __launch_bounds__(NT)
     __syncthreads();
     if (rec != nullptr) {{
         // the input's check, a pass over shared memory of its own: the memory-bound load loop
-        // above stays as in the unchecked kernel (no branches or atomics between its loads)
-        for (int i = tid; i < here * N * N; i += NT) {{
-            const int j = i / (N * N), e = i - j * (N * N);
-            const int r = A_ROW ? e / N : e % N, c = A_ROW ? e % N : e / N;
-            if (UPPER ? (r <= c) : (r >= c)) {{
-                const V v = sA[j * (N * LDA) + (e / N) * LDA + e % N];
-                if (!finite_v(v)) {{
-                    atomicOr(&sFlag[j], 1);
-                    if (r == c && nan_v(v)) atomicMax(&sNanD[j], N - r);
-                }} else if (r == c && zero_v(v)) {{
-                    atomicMax(&sZero[j], N - r);
+        // above stays as in the unchecked kernel (no branches or atomics between its loads).
+        // Thread (matrix j, column c, segment seg) walks the strictly lower (upper) part of
+        // column c, rows seg, seg + SEGA, ... (no division per entry), and segment 0 the
+        // diagonal entry: exact zero -> sZero, NaN -> sNanD (n - i of the first one)
+        for (int t = tid; t < here * N * SEGA; t += NT) {{
+            const int seg = t % SEGA, jc = t / SEGA;
+            const int j = jc / N, c = jc - j * N;
+            const V* M = sA + j * (N * LDA);
+            bool bad = false;
+            for (int r = (UPPER ? 0 : c + 1) + seg; r < (UPPER ? c : N); r += SEGA)
+                bad |= !finite_v(M[A_ROW ? r * LDA + c : c * LDA + r]);
+            if (seg == 0) {{
+                const V d = M[c * LDA + c];
+                if (!finite_v(d)) {{
+                    bad = true;
+                    if (nan_v(d)) atomicMax(&sNanD[j], N - c);
+                }} else if (zero_v(d)) {{
+                    atomicMax(&sZero[j], N - c);
                 }}
             }}
+            if (bad) atomicOr(&sFlag[j], 1);
         }}
         __syncthreads();
     }}
@@ -516,12 +528,18 @@ extern "C" __global__ void __launch_bounds__(NT)
         {potrs}(sA, sB);
         __syncthreads();
         if (rec != nullptr) {{
-            // the result's check, its own pass over shared memory (as the input's, above)
-            for (int i = tid; i < here * N * KC; i += NT) {{
-                const int j = i / (N * KC), e = i - j * (N * KC);
-                const int r = B_ROW ? e / KC : e % N, cc = B_ROW ? e % KC : e / N;
-                if (c0 + cc < NRHS && !finite_v(sB[j * SB_ONE + (B_ROW ? r * LDB + cc : cc * LDB + r)]))
-                    atomicOr(&sFlag[j], 2);
+            // the result's check, its own pass over shared memory (as the input's, above):
+            // thread (matrix j, column cc, segment seg) walks rows seg, seg + SEGB, ...
+            for (int t = tid; t < here * KC * SEGB; t += NT) {{
+                const int seg = t % SEGB, jc = t / SEGB;
+                const int j = jc / KC, cc = jc - j * KC;
+                if (c0 + cc < NRHS) {{
+                    const V* Bj = sB + j * SB_ONE;
+                    bool bad = false;
+                    for (int r = seg; r < N; r += SEGB)
+                        bad |= !finite_v(Bj[B_ROW ? r * LDB + cc : cc * LDB + r]);
+                    if (bad) atomicOr(&sFlag[j], 2);
+                }}
             }}
         }}
         for (int i = tid; i < here * N * KC; i += NT) {{

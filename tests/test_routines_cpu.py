@@ -201,3 +201,41 @@ def test_api_fused_on_a_cpu_input_raises_as_method_fused_does():
         ct.potrs(L, np.ones((2, 1)), api="fused")
     with pytest.raises(ValueError, match="CUDA input"):
         ct.cholesky_inverse(L, method="fused")
+
+
+def test_small_lapack_calls_run_on_one_blas_thread(monkeypatch):
+    """At n <= SINGLE_THREAD_MAX_N LAPACK runs with one BLAS thread (a threaded OpenBLAS
+    contends with torch's OpenMP pool there); above it, the process's setting is kept; the
+    setting is restored after the call."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from cusolver_trace.backends import cpu
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = {}
+    real = cpu._fn
+
+    def spy(dtype, base):
+        fn = real(dtype, base)
+
+        def wrapped(*a, **kw):
+            seen.setdefault(a[0].shape[-1], blas_threads())
+            return fn(*a, **kw)
+        return wrapped
+
+    monkeypatch.setattr(cpu, "_fn", spy)
+    monkeypatch.setattr(cpu, "_CTL", [])
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):   # a threaded pool, as by default
+        cpu._CTL.clear()
+        small, big = cpu.SINGLE_THREAD_MAX_N, cpu.SINGLE_THREAD_MAX_N + 1
+        for n in (small, big):
+            L = np.linalg.cholesky(np.eye(n) * 4.0)
+            X, info = cpu.potri(L, False)
+            np.testing.assert_allclose(X, np.eye(n) / 4.0)   # L = 2I: A = 4I
+            assert int(info) == 0
+        assert set(seen[small]) == {1}
+        assert set(seen[big]) == {2}
+        assert set(blas_threads()) == {2}   # restored
+    assert blas_threads() == before

@@ -8,6 +8,8 @@ shape (``int32``). This mirrors torch's CPU path: ``?potrf`` / ``?potrs`` /
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import scipy.linalg.lapack as _lapack
 
@@ -22,10 +24,46 @@ def _fn(dtype, base):
     return getattr(_lapack, dtype_info(dtype).prefix + base)
 
 
-def _loop(batch_shape, body):
+#: Up to this order LAPACK runs with one BLAS thread (``threadpoolctl``). At small n a
+#: threaded OpenBLAS only synchronizes its threads, and right after a threaded torch op its
+#: threads contend with torch's still-spinning OpenMP pool: on a 2-core machine ``dlauum`` of
+#: a 16 x 16 factor took 8.4 ms after a 256 x 256 torch matmul against 0.006 ms alone, which
+#: made ``method="potri"`` (``auto`` on the CPU) about 1000x slower than torch there
+#: (2026-12-01). Limiting costs about 0.03 ms per call, and only where a pool has threads.
+SINGLE_THREAD_MAX_N = 256
+
+
+def _blas_threads(n: int):
+    """A context that runs LAPACK on one BLAS thread for n <= :data:`SINGLE_THREAD_MAX_N`."""
+    if n > SINGLE_THREAD_MAX_N:
+        return contextlib.nullcontext()
+    ctl = _controller()
+    return ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
+
+
+def _controller():
+    """threadpoolctl's view of this process's BLAS pools, made once; None where no pool has
+    more than one thread (nothing to limit) or threadpoolctl is missing."""
+    if not _CTL:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            ctl = ThreadpoolController().select(user_api="blas")
+            threaded = any(lib.num_threads > 1 for lib in ctl.lib_controllers)
+        except Exception:  # pragma: no cover - threadpoolctl is a dependency
+            ctl, threaded = None, False
+        _CTL.append(ctl if threaded else None)
+    return _CTL[0]
+
+
+_CTL: list = []
+
+
+def _loop(batch_shape, body, n: int):
     info = np.zeros(batch_shape, dtype=np.int32)
-    for idx in np.ndindex(*batch_shape):
-        info[idx] = body(idx)
+    with _blas_threads(n):
+        for idx in np.ndindex(*batch_shape):
+            info[idx] = body(idx)
     return info
 
 
@@ -71,7 +109,7 @@ def potrf(a: np.ndarray, upper: bool):
         return info
 
     n = a.shape[-1]
-    info = _loop(a.shape[:-2], body)
+    info = _loop(a.shape[:-2], body, n)
     return out, (flag_nan_pivots(out, info) if n else info)
 
 
@@ -83,7 +121,7 @@ def potrs(c: np.ndarray, b: np.ndarray, upper: bool):
         out[i], info = fn(c[i], b[i], lower=not upper)
         return info
 
-    return out, _loop(c.shape[:-2], body)
+    return out, _loop(c.shape[:-2], body, c.shape[-1])
 
 
 def potri(c: np.ndarray, upper: bool):
@@ -94,7 +132,7 @@ def potri(c: np.ndarray, upper: bool):
         out[i], info = fn(c[i], lower=not upper)
         return info
 
-    info = _loop(c.shape[:-2], body)
+    info = _loop(c.shape[:-2], body, c.shape[-1])
     return hermitian_from_triangle(out, upper), info
 
 
@@ -106,7 +144,7 @@ def trtri(c: np.ndarray, upper: bool, unit_diagonal: bool = False):
         out[i], info = fn(c[i], lower=not upper, unitdiag=int(unit_diagonal))
         return info
 
-    info = _loop(c.shape[:-2], body)
+    info = _loop(c.shape[:-2], body, c.shape[-1])
     out = np.triu(out) if upper else np.tril(out)
     if unit_diagonal:  # LAPACK leaves the (unreferenced) diagonal as it was: the inverse's is 1
         np.einsum("...ii->...i", out)[...] = 1

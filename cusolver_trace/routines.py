@@ -714,7 +714,10 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     Raises
     ------
     ValueError
-        Unknown method, or a GPU-only method on the CPU.
+        Unknown method, a GPU-only method on the CPU, n or batch not an int >= 0, a device
+        other than cuda / cpu.
+    TypeError
+        An unsupported dtype.
     LookupError
         :data:`AUTO_TABLE` has no rule for the shape.
 
@@ -728,8 +731,14 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     dev = str(device).split(":")[0]
     if method not in METHOD_NAMES:
         raise ValueError(f"method must be one of {', '.join(METHOD_NAMES)}, got {method!r}")
+    for what, v in (("n", n), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{what} must be an int >= 0, got {v!r}")
+    if dev not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu' (or 'cuda:<index>'), got {device!r}")
+    name = dtype_info(dtype).name   # TypeError for a dtype no method takes
     if method == "auto":
-        method = _auto(n, batch, dtype_info(dtype).name, dev)
+        method = _auto(n, batch, name, dev)
     if dev != "cuda" and INVERSE_METHODS[method].gpu_only:
         raise ValueError(f"method {method!r} runs on the GPU "
                          f"({INVERSE_METHODS[method].routine_name(dtype, True)}) "

@@ -378,7 +378,7 @@ ALIKE_FRACTION = 0.05
 #: A difference is "GPU work" when the GPU-busy difference makes at least this share of
 #: it, "issue overhead" when at most 1 − this share, both in between.
 GPU_SHARE = 0.75
-TIME_SPLIT_KINDS = ("alike", "gpu-work", "issue-overhead", "gpu-work-and-issue-overhead",
+TIME_SPLIT_KINDS = ("alike", "noisy", "gpu-work", "issue-overhead", "gpu-work-and-issue-overhead",
                     "not-separated", "not-timed")
 
 
@@ -450,7 +450,8 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
     names : (str, str)
         What the two are called in the text (default ``("torch", "replay")``).
     noise_ms : float
-        A difference up to this (e.g. the mean of the two IQRs, ms) is noise: "alike".
+        A difference up to this (e.g. the mean of the two IQRs, ms) is noise: "noisy" (no
+        verdict) unless it is also within 5 % ("alike").
     why_no_event, why_no_gpu, why_no_host : str, optional
         Why a time is unavailable, for the text.
 
@@ -458,7 +459,8 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
     -------
     TimeSplit
         ``alike``: the event times differ by at most :data:`ALIKE_FRACTION` (5 %) of the
-        larger, or by at most ``noise_ms``. Otherwise, with both GPU-busy times:
+        larger; ``noisy``: by more, but by at most ``noise_ms`` (inside the samples'
+        spread: no verdict). Otherwise, with both GPU-busy times:
         ``gpu-work`` when the GPU-busy difference is at least :data:`GPU_SHARE` (75 %) of
         the event difference, ``issue-overhead`` when it is at most 25 % (the GPU did the
         same work and waited longer for launches), else ``gpu-work-and-issue-overhead``.
@@ -488,13 +490,19 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
     idle_d = d - gpu_d if both_gpu else None
     busy = f"GPU busy {_ms(rg)} vs {_ms(tg)} ms" if both_gpu else ""
     noise = noise_ms if _ok(noise_ms) else 0.0
-    if abs(d) <= max(ALIKE_FRACTION * max(te, re_), noise):
-        within = ("within 5 %" if abs(d) <= ALIKE_FRACTION * max(te, re_) else
-                  f"within the noise: the IQRs average {_ms(noise)} ms")
-        text = f"time alike: {head} (difference {_signed(d)} ms, {within})"
+    if abs(d) <= ALIKE_FRACTION * max(te, re_):
+        text = f"time alike: {head} (difference {_signed(d)} ms, within 5 %)"
         if busy:
             text += f"; {busy}"
         return TimeSplit("alike", text, ratio, d, gpu_d, idle_d, host_d, None)
+    if abs(d) <= noise:
+        # more than 5 % apart but inside the spread of the samples: neither "alike" (a 5x
+        # difference with wide IQRs is not alike) nor a split worth stating
+        text = (f"time: {head} (difference {_signed(d)} ms), too noisy to tell: the IQRs "
+                f"average {_ms(noise)} ms; re-run with more --repeat on an idle machine")
+        if busy:
+            text += f"; {busy}"
+        return TimeSplit("noisy", text, ratio, d, gpu_d, idle_d, host_d, None)
     if not both_gpu:
         return TimeSplit("not-separated",
                          f"time: {head} (difference {_signed(d)} ms); not split into GPU work "

@@ -239,3 +239,17 @@ def test_small_lapack_calls_run_on_one_blas_thread(monkeypatch):
         assert set(seen[big]) == {2}
         assert set(blas_threads()) == {2}   # restored
     assert blas_threads() == before
+
+
+@pytest.mark.parametrize("method", ["auto", "potri", "fused"])
+@pytest.mark.parametrize("n,batch,dtype,device,err", [
+    (-1, 1, "float64", "cuda", ValueError), ("8", 1, "float64", "cuda", ValueError),
+    (8.5, 1, "float64", "cuda", ValueError), (True, 1, "float64", "cuda", ValueError),
+    (8, -5, "float64", "cuda", ValueError), (8, 1, "float64", "gpu", ValueError),
+    (8, 1, "float64", None, ValueError), (8, 1, "float16", "cuda", TypeError),
+    (8, 1, "int32", "cpu", TypeError)])
+def test_resolve_method_validates_its_arguments(method, n, batch, dtype, device, err):
+    """Every method, auto or not, rejects a bad n / batch / device / dtype the same way
+    (fresh-user report: only auto checked the dtype, and n = -1 gave a LookupError)."""
+    with pytest.raises(err):
+        routines.resolve_method(method, n, batch, dtype, device)

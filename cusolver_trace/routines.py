@@ -631,11 +631,11 @@ class AutoRule:
 #: n <= 128 torch's MAGMA path beats the Python-driven raw path (host-bound). gemm_lauum
 #: (issue 14, checks on, torch interleaved, devrun/plans): float64 0.60 / 0.49 / 0.39 (n =
 #: 4096 / 8192 / 16384; rec_trtri_lauum 1.03 / 0.71 / 0.50 in the same run); float32 0.48
-#: (8192); complex64 0.49, complex128 0.46 (6144). fused (issue 13, checked, the public
-#: entry point, devrun/s3 run B, torch interleaved): float64 100000 x 4 / 10000 x 8 /
-#: 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.09 / 0.54 / 0.26 / 1.01 / 0.80 / 0.88
-#: of torch's time; float32 0.09 / 0.48 / 0.22 / 0.35 / 0.32 / 0.26 (batches of 100 and
-#: more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
+#: (8192); complex64 0.49, complex128 0.46 (6144). fused (issue 13; auto -> fused, checked,
+#: the README's sweep commands, benchmarks/results/h200-2026-12-01-c): float64 100000 x 4 /
+#: 10000 x 8 / 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.06 / 0.28 / 0.18 / 0.55 /
+#: 0.53 / 0.69 of torch's time; float32 0.05 / 0.28 / 0.17 / 0.15 / 0.28 / 0.18 (batches of
+#: 100 and more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
 #: torch. Update these rows from `cusolver-trace sweep`. Read-only: ``auto`` remembers its
 #: choice per shape; to try other rules, assign a whole new table to ``AUTO_TABLE``.
 AUTO_TABLE: Mapping[str, AutoRule] = MappingProxyType({

@@ -117,6 +117,14 @@ def run(args) -> int:
                   ": no GPU visible, so torch's CPU path and LAPACK (scipy) are timed"))
     if device == "cpu":
         con.print(f"CPU threads: {cpu_threads()}")
+        if args.flush_l2:
+            con.print("note: --flush-l2 flushes a GPU's L2 cache; on the CPU it does nothing")
+    if args.unchecked:
+        bare = [m for m in names if m in op.methods and not op.methods[m].checkable]
+        if bare:
+            who = "it runs" if len(bare) == 1 else "they run"
+            con.print(f"note: --unchecked adds no check=False row for {', '.join(bare)}: "
+                      f"{who} no checks of {'its' if len(bare) == 1 else 'their'} own")
     for d in args.dtype:
         c = ceiling(device, d)
         con.print(f"ceiling {d} on {c.device}: GEMM {c.gemm_gflops:,.0f} GFLOP/s "

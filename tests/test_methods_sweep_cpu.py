@@ -410,3 +410,20 @@ def test_property_a_condition_number_past_half_over_eps_is_exit_2(dtype, factor,
     text = err.getvalue()
     assert code == 2 and ("too large" in text or "finite" in text) and "Traceback" not in text
     assert argv == before and not out.exists()
+
+
+def test_sweep_cli_notes_what_a_flag_does_not_do(tmp_path, capsys):
+    """--unchecked with only check-free methods, and --flush-l2 on the CPU, are said, not
+    silently ignored (fresh-user report)."""
+    from cusolver_trace.cli import main
+
+    rc = main(["sweep", "--op", "cholesky_inverse", "--n", "8", "--method", "torch,potri",
+               "--unchecked", "--flush-l2", "--repeat", "1", "--warmup", "0", "--device", "cpu",
+               "--out", str(tmp_path / "s.json")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "no check=False row for torch: it runs no checks of its own" in out
+    assert "--flush-l2 flushes a GPU's L2 cache; on the CPU it does nothing" in out
+    rows = json.loads((tmp_path / "s.json").read_text())["results"]
+    assert {(r["method"], r["checked"]) for r in rows} == {("torch", True), ("potri", True),
+                                                          ("potri", False)}

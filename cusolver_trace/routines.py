@@ -604,7 +604,24 @@ METHOD_NAMES = (*INVERSE_METHODS, "auto")
 @dataclass(frozen=True)
 class AutoRule:
     """One row of :data:`AUTO_TABLE`: the conditions (all must hold; bounds inclusive,
-    None = any) and the method they pick."""
+    None = any) and the method they pick.
+
+    Raises
+    ------
+    ValueError
+        A method that is not a key of :data:`INVERSE_METHODS`, a device other than
+        ``"cuda"`` / ``"cpu"`` / None, a bound that is not an int >= 0.
+    TypeError
+        ``dtypes`` not a tuple (or list) of supported dtypes (names, torch or NumPy dtypes;
+        kept as names).
+
+    Examples
+    --------
+    >>> AutoRule("potri", device="cpu").matches(8, 1, "float64", "cpu")
+    True
+    >>> AutoRule("fused", dtypes=("float32",)).dtypes
+    ('float32',)
+    """
 
     method: str
     device: str | None = None
@@ -613,6 +630,24 @@ class AutoRule:
     n_min: int = 0
     n_max: int | None = None
     dtypes: tuple | None = None
+
+    def __post_init__(self):
+        if self.method not in INVERSE_METHODS:
+            raise ValueError(f"AutoRule: method must be one of {', '.join(INVERSE_METHODS)}, "
+                             f"got {self.method!r}")
+        if self.device not in (None, "cuda", "cpu"):
+            raise ValueError(f"AutoRule: device must be 'cuda', 'cpu' or None, got {self.device!r}")
+        for what in ("batch_min", "batch_max", "n_min", "n_max"):
+            v = getattr(self, what)
+            if v is None and what.endswith("_max"):
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"AutoRule: {what} must be an int >= 0, got {v!r}")
+        if self.dtypes is not None:
+            if not isinstance(self.dtypes, (tuple, list)):
+                raise TypeError(f"AutoRule: dtypes must be a tuple of dtype names, got "
+                                f"{self.dtypes!r}")
+            object.__setattr__(self, "dtypes", tuple(dtype_info(d).name for d in self.dtypes))
 
     def matches(self, n: int, batch: int, dtype: str, device: str) -> bool:
         """Whether the rule holds for ``batch`` matrices of order ``n``."""
@@ -636,8 +671,8 @@ class AutoRule:
 #: 10000 x 8 / 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.06 / 0.28 / 0.18 / 0.55 /
 #: 0.53 / 0.69 of torch's time; float32 0.05 / 0.28 / 0.17 / 0.15 / 0.28 / 0.18 (batches of
 #: 100 and more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
-#: torch. Update these rows from `cusolver-trace sweep`. Read-only: ``auto`` remembers its
-#: choice per shape; to try other rules, assign a whole new table to ``AUTO_TABLE``.
+#: torch. Update these rows from `cusolver-trace sweep`. Read-only; to try other rules,
+#: assign a new mapping to ``cusolver_trace.routines.AUTO_TABLE``.
 AUTO_TABLE: Mapping[str, AutoRule] = MappingProxyType({
     "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
     "batches of 512 x 512": AutoRule("trsm_batched", device="cuda", batch_min=2, n_min=512,
@@ -670,21 +705,30 @@ def _auto_can_run(method: str, n: int, dtype: str) -> bool:
 
 def _auto(n: int, batch: int, name: str, dev: str) -> str:
     """The rule :data:`AUTO_TABLE` picks, remembered per shape (walking the rules costs
-    about 6 µs of a call's host time): a memo entry holds for the table object and the
-    fused method's ``available`` it was made with, so replacing either (tests do) is seen."""
+    about 6 µs of a call's host time): a memo entry holds while the table's rules (compared
+    as a tuple, element by element: the same rule objects short-circuit) and the fused
+    method's ``available`` are those it was made with, so a replaced or edited table is seen."""
     fused_available = _fused().available
     key = (n, batch, name, dev)
+    try:
+        rules = tuple(AUTO_TABLE.values())   # a replaced table, or one edited in place, is seen
+    except AttributeError:
+        raise TypeError(f"AUTO_TABLE must be a mapping of names to AutoRule, got "
+                        f"{type(AUTO_TABLE).__name__}") from None
     hit = _AUTO_MEMO.get(key)
-    if hit is not None and hit[1] is AUTO_TABLE and hit[2] is fused_available:
+    if hit is not None and hit[1] == rules and hit[2] is fused_available:
         return hit[0]
-    for rule in AUTO_TABLE.values():
+    bad = [r for r in rules if not isinstance(r, AutoRule)]
+    if bad:
+        raise TypeError(f"AUTO_TABLE's values must be AutoRule, got {bad[0]!r}")
+    for rule in rules:
         if rule.matches(n, batch, name, dev) and _auto_can_run(rule.method, n, name):
             break
     else:
         raise LookupError(f"AUTO_TABLE has no rule for n={n} batch={batch} {name} on {dev}")
     if len(_AUTO_MEMO) >= 4096:   # many distinct shapes: start over rather than grow
         _AUTO_MEMO.clear()
-    _AUTO_MEMO[key] = (rule.method, AUTO_TABLE, fused_available)
+    _AUTO_MEMO[key] = (rule.method, rules, fused_available)
     return rule.method
 
 

@@ -545,3 +545,30 @@ def test_auto_remembers_its_choice_per_shape_but_sees_a_new_table(monkeypatch):
     with pytest.raises(LookupError):
         monkeypatch.setattr(routines, "AUTO_TABLE", {})
         routines.resolve_method("auto", 8, 10000, "float64", "cuda")
+
+
+def test_auto_table_rules_are_validated_and_in_place_edits_are_seen(monkeypatch):
+    """AutoRule rejects what can never match (fresh-user report: a bad method failed later
+    with a bare KeyError, a device 'cpu:0' or dtypes=torch.float64 silently never matched);
+    a replaced table edited in place is seen by auto's memo."""
+    from cusolver_trace import routines
+
+    for bad in (dict(method="nonsense"), dict(method="auto"), dict(method="potri", device="gpu"),
+                dict(method="potri", n_min=-1), dict(method="potri", batch_max=2.5)):
+        with pytest.raises(ValueError):
+            routines.AutoRule(**bad)
+    with pytest.raises(TypeError):
+        routines.AutoRule("potri", dtypes="float64")
+    assert routines.AutoRule("potri", dtypes=(torch.float64, "float32")).dtypes == ("float64",
+                                                                                    "float32")
+    table = {"c": routines.AutoRule("rec_trtri_lauum", device="cpu")}
+    monkeypatch.setattr(routines, "AUTO_TABLE", table)
+    assert routines.resolve_method("auto", 8, 1, "float64", "cpu") == "rec_trtri_lauum"
+    table["c"] = routines.AutoRule("potrs", device="cpu")
+    assert routines.resolve_method("auto", 8, 1, "float64", "cpu") == "potrs"
+    monkeypatch.setattr(routines, "AUTO_TABLE", [routines.AutoRule("potri")])
+    with pytest.raises(TypeError, match="mapping"):
+        routines.resolve_method("auto", 8, 1, "float64", "cpu")
+    monkeypatch.setattr(routines, "AUTO_TABLE", {"x": ("potri",)})
+    with pytest.raises(TypeError, match="AutoRule"):
+        routines.resolve_method("auto", 8, 1, "float64", "cpu")

@@ -704,9 +704,10 @@ def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
 
     Examples
     --------
+    >>> import torch
     >>> from cusolver_trace.matrices import spd
     >>> from cusolver_trace import ops
-    >>> L = spd(4).cholesky()
+    >>> L = torch.linalg.cholesky(spd(4))
     >>> X, info, p = run_side("cholesky_inverse", "replay", ops.Inputs(L, L))
     >>> p.backend
     'lapack'

@@ -1120,8 +1120,9 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
     return hit
 
 
-_raw_stream = None   # torch._C._cuda_getCurrentRawStream (private but long-standing; ~0.3 µs against ~2 µs
-#                      for torch.cuda.current_stream); the public call is the fallback
+# torch._C._cuda_getCurrentRawStream (private but long-standing; ~0.3 µs against ~2 µs for
+# torch.cuda.current_stream); the public call is the fallback
+_raw_stream = None
 
 
 def _operand(x):

@@ -7,9 +7,9 @@ from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, 
 
 
 
-SPLIT_WORDS = {"alike": "alike", "noisy": "too noisy", "gpu-work": "GPU work", "issue-overhead": "issue overhead",
-               "gpu-work-and-issue-overhead": "GPU work + issue", "not-separated": "not separated",
-               "not-timed": "—"}
+SPLIT_WORDS = {"alike": "alike", "noisy": "too noisy", "gpu-work": "GPU work",
+               "issue-overhead": "issue overhead", "gpu-work-and-issue-overhead": "GPU work + issue",
+               "not-separated": "not separated", "not-timed": "—"}
 
 
 def _med(t) -> str:

@@ -204,41 +204,56 @@ def test_api_fused_on_a_cpu_input_raises_as_method_fused_does():
 
 
 def test_small_lapack_calls_run_on_one_blas_thread(monkeypatch):
-    """At n <= SINGLE_THREAD_MAX_N LAPACK runs with one BLAS thread (a threaded OpenBLAS
-    contends with torch's OpenMP pool there); above it, the process's setting is kept; the
-    setting is restored after the call."""
+    """Up to the work of n = 256, LAPACK runs with one BLAS thread (a threaded OpenBLAS
+    contends with torch's OpenMP pool there); above it, and from threads other than the main
+    one (the count is process-wide), the process's setting is kept; the setting is restored
+    after the call, and a user's own limit is respected (review findings)."""
+    import threading
+
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from cusolver_trace.backends import cpu
 
     def blas_threads():
         return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 
-    before = blas_threads()
-    seen = {}
+    seen = []
     real = cpu._fn
 
     def spy(dtype, base):
         fn = real(dtype, base)
 
         def wrapped(*a, **kw):
-            seen.setdefault(a[0].shape[-1], blas_threads())
+            seen.append((base, a[0].shape[-1], a[1].shape[-1] if base == "potrs" else None,
+                         threading.current_thread() is threading.main_thread(),
+                         set(blas_threads())))
             return fn(*a, **kw)
         return wrapped
 
     monkeypatch.setattr(cpu, "_fn", spy)
-    monkeypatch.setattr(cpu, "_CTL", [])
+    before = blas_threads()
+    small, big = cpu.SINGLE_THREAD_MAX_N, cpu.SINGLE_THREAD_MAX_N + 1
     with threadpoolctl.threadpool_limits(2, user_api="blas"):   # a threaded pool, as by default
-        cpu._CTL.clear()
-        small, big = cpu.SINGLE_THREAD_MAX_N, cpu.SINGLE_THREAD_MAX_N + 1
         for n in (small, big):
-            L = np.linalg.cholesky(np.eye(n) * 4.0)
-            X, info = cpu.potri(L, False)
+            X, info = cpu.potri(np.linalg.cholesky(np.eye(n) * 4.0), False)
             np.testing.assert_allclose(X, np.eye(n) / 4.0)   # L = 2I: A = 4I
             assert int(info) == 0
-        assert set(seen[small]) == {1}
-        assert set(seen[big]) == {2}
+        cpu.potrs(np.eye(64) * 2.0, np.ones((64, 4)), False)        # 64² · 4: small work
+        cpu.potrs(np.eye(64) * 2.0, np.ones((64, 5000)), False)     # 64² · 5000 > 256³
+        t = threading.Thread(target=cpu.potri, args=(np.eye(8) * 2.0, False))
+        t.start()
+        t.join()
         assert set(blas_threads()) == {2}   # restored
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):     # the user's own limit
+        cpu.potri(np.eye(8) * 2.0, False)
+        assert set(blas_threads()) == {1}
     assert blas_threads() == before
+    got = {(b, n, k, main): t for b, n, k, main, t in seen}
+    assert got[("potri", small, None, True)] == {1}
+    assert got[("potri", big, None, True)] == {2}
+    assert got[("potrs", 64, 4, True)] == {1}
+    assert got[("potrs", 64, 5000, True)] == {2}
+    assert got[("potri", 8, None, False)] == {2}   # a worker thread: not touched
+    assert got[("potri", 8, None, True)] == {1}    # under the user's limit
 
 
 @pytest.mark.parametrize("method", ["auto", "potri", "fused"])

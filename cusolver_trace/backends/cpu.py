@@ -9,6 +9,7 @@ shape (``int32``). This mirrors torch's CPU path: ``?potrf`` / ``?potrs`` /
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numpy as np
 import scipy.linalg.lapack as _lapack
@@ -24,44 +25,52 @@ def _fn(dtype, base):
     return getattr(_lapack, dtype_info(dtype).prefix + base)
 
 
-#: Up to this order LAPACK runs with one BLAS thread (``threadpoolctl``). At small n a
-#: threaded OpenBLAS only synchronizes its threads, and right after a threaded torch op its
-#: threads contend with torch's still-spinning OpenMP pool: on a 2-core machine ``dlauum`` of
-#: a 16 x 16 factor took 8.4 ms after a 256 x 256 torch matmul against 0.006 ms alone, which
-#: made ``method="potri"`` (``auto`` on the CPU) about 1000x slower than torch there
-#: (2026-12-01). Limiting costs about 0.03 ms per call, and only where a pool has threads.
+#: Up to this much work per call (n³, or n²·nrhs for potrs: the work of n = 256) LAPACK runs
+#: with one BLAS thread (``threadpoolctl``). At small sizes a threaded OpenBLAS only
+#: synchronizes its threads, and right after a threaded torch op its threads contend with
+#: torch's still-spinning OpenMP pool: on a 2-core machine ``dlauum`` of a 16 x 16 factor took
+#: 8.4 ms after a 256 x 256 torch matmul against 0.006 ms alone, which made
+#: ``method="potri"`` (``auto`` on the CPU) about 1000x slower than torch there (2026-12-01).
+#: Limiting costs about 0.03 ms per call, and only where a pool has threads.
 SINGLE_THREAD_MAX_N = 256
+_SINGLE_THREAD_MAX_WORK = SINGLE_THREAD_MAX_N ** 3
 
 
-def _blas_threads(n: int):
-    """A context that runs LAPACK on one BLAS thread for n <= :data:`SINGLE_THREAD_MAX_N`."""
-    if n > SINGLE_THREAD_MAX_N:
+def _blas_threads(work: int):
+    """A context that runs LAPACK on one BLAS thread for calls of at most
+    ``_SINGLE_THREAD_MAX_WORK``. Only in the main thread: the thread count is process-wide
+    (threadpoolctl restores what it found, so overlapping limits from two threads could leave
+    it at 1, and changing it while another thread is inside OpenBLAS is not safe)."""
+    if work > _SINGLE_THREAD_MAX_WORK or threading.current_thread() is not threading.main_thread():
         return contextlib.nullcontext()
     ctl = _controller()
-    return ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
+    if ctl is None or not any(lib.num_threads > 1 for lib in ctl.lib_controllers):
+        return contextlib.nullcontext()   # asked per call: a user's own limit may be in force
+    return ctl.limit(limits=1, user_api="blas")
 
 
 def _controller():
-    """threadpoolctl's view of this process's BLAS pools, made once; None where no pool has
-    more than one thread (nothing to limit) or threadpoolctl is missing."""
+    """threadpoolctl's controller of this process's BLAS pools, made once (None where
+    threadpoolctl is missing)."""
     if not _CTL:
         try:
             from threadpoolctl import ThreadpoolController
 
             ctl = ThreadpoolController().select(user_api="blas")
-            threaded = any(lib.num_threads > 1 for lib in ctl.lib_controllers)
         except Exception:  # pragma: no cover - threadpoolctl is a dependency
-            ctl, threaded = None, False
-        _CTL.append(ctl if threaded else None)
+            ctl = None
+        _CTL.append(ctl)
     return _CTL[0]
 
 
 _CTL: list = []
 
 
-def _loop(batch_shape, body, n: int):
+def _loop(batch_shape, body, work: int):
+    """``body(index)`` for each matrix of the batch (its info), one call's ``work`` (flops'
+    order) deciding the BLAS threads (:func:`_blas_threads`)."""
     info = np.zeros(batch_shape, dtype=np.int32)
-    with _blas_threads(n):
+    with _blas_threads(work):
         for idx in np.ndindex(*batch_shape):
             info[idx] = body(idx)
     return info
@@ -109,7 +118,7 @@ def potrf(a: np.ndarray, upper: bool):
         return info
 
     n = a.shape[-1]
-    info = _loop(a.shape[:-2], body, n)
+    info = _loop(a.shape[:-2], body, n ** 3)
     return out, (flag_nan_pivots(out, info) if n else info)
 
 
@@ -121,7 +130,7 @@ def potrs(c: np.ndarray, b: np.ndarray, upper: bool):
         out[i], info = fn(c[i], b[i], lower=not upper)
         return info
 
-    return out, _loop(c.shape[:-2], body, c.shape[-1])
+    return out, _loop(c.shape[:-2], body, c.shape[-1] ** 2 * max(b.shape[-1], 1))
 
 
 def potri(c: np.ndarray, upper: bool):
@@ -132,7 +141,7 @@ def potri(c: np.ndarray, upper: bool):
         out[i], info = fn(c[i], lower=not upper)
         return info
 
-    info = _loop(c.shape[:-2], body, c.shape[-1])
+    info = _loop(c.shape[:-2], body, c.shape[-1] ** 3)
     return hermitian_from_triangle(out, upper), info
 
 
@@ -144,7 +153,7 @@ def trtri(c: np.ndarray, upper: bool, unit_diagonal: bool = False):
         out[i], info = fn(c[i], lower=not upper, unitdiag=int(unit_diagonal))
         return info
 
-    info = _loop(c.shape[:-2], body, c.shape[-1])
+    info = _loop(c.shape[:-2], body, c.shape[-1] ** 3)
     out = np.triu(out) if upper else np.tril(out)
     if unit_diagonal:  # LAPACK leaves the (unreferenced) diagonal as it was: the inverse's is 1
         np.einsum("...ii->...i", out)[...] = 1

@@ -797,8 +797,9 @@ def _tools():
         from nvmath.device.cusolverdx import compile_solver_execute
         from nvmath.device.cusolverdx_backend import get_universal_fatbin  # noqa: F401
     except Exception as exc:  # ImportError, or a library that fails to load
-        _TOOLS_ERROR = missing_extra_message(exc)
-        raise FusedUnavailableError(_TOOLS_ERROR) from exc
+        if isinstance(exc, (ImportError, OSError)):   # missing: remembered; anything else retried
+            _TOOLS_ERROR = missing_extra_message(exc)
+        raise FusedUnavailableError(missing_extra_message(exc)) from exc
     _TOOLS = {"np": np, "Solver": Solver, "CC": ComputeCapability, "mathdx": mathdx,
               "compile": compile_solver_execute, "nvrtc": nvrtc, "nvjitlink": nvjitlink,
               "nvmath_version": getattr(nvmath, "__version__", "?")}

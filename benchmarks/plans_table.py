@@ -133,6 +133,20 @@ def section(name, budget):
 
 
 # ----------------------------------------------------------------------------- 1. pot03
+def _pot03_row(label, run, A, n, dtype, upper):
+    """Run one inverse, record and print its pot03 (or the error) in RESULTS["pot03"]."""
+    rec = {"variant": label, "n": n, "dtype": dtype, "upper": upper}
+    try:
+        r = float(checks.pot03(A, run(), upper))
+        rec["pot03"] = r
+        say(f"  {'PASS' if r < 30 else 'FAIL'} pot03={r:9.3g}  {label:30s} n={n} "
+            f"{dtype:10s} {'upper' if upper else 'lower'}")
+    except Exception as exc:
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+        say(f"  FAIL {label} n={n} {dtype} upper={upper}: {rec['error'][:300]}")
+    RESULTS["pot03"].append(rec)
+
+
 def pot03_all():
     new = ["gemm_lauum", "gemm_lauum:fill=kernel", "gemm_lauum:trmm=gemm", "gemm_lauum:diag=trmm",
            "gemm_lauum:s3", "gemm_lauum:tb512", "gemm_lauum:tb2048", "gemm_lauum:scratch",
@@ -150,32 +164,13 @@ def pot03_all():
                 for v in new:
                     if v == "gemm_lauum_emu" and dtype not in ("float64", "complex128"):
                         continue
-                    rec = {"variant": v, "n": n, "dtype": dtype, "upper": upper}
-                    try:
-                        X = caller(v, L, upper, dtype)()
-                        r = float(checks.pot03(A, X, upper))
-                        rec["pot03"] = r
-                        say(f"  {'PASS' if r < 30 else 'FAIL'} pot03={r:9.3g}  {v:30s} n={n} "
-                            f"{dtype:10s} {'upper' if upper else 'lower'}")
-                    except Exception as exc:
-                        rec["error"] = f"{type(exc).__name__}: {exc}"
-                        say(f"  FAIL {v} n={n} {dtype} upper={upper}: {rec['error'][:300]}")
-                    RESULTS["pot03"].append(rec)
+                    _pot03_row(v, lambda: caller(v, L, upper, dtype)(), A, n, dtype, upper)
                 reset()
                 for m in spd_methods:
                     if m == "potrf_trsm_batched" and (n > sz(1000) or DRY):
                         continue
-                    rec = {"variant": f"spd_inverse:{m}", "n": n, "dtype": dtype, "upper": upper}
-                    try:
-                        X = ct.spd_inverse(A, upper, method=m)
-                        r = float(checks.pot03(A, X, upper))
-                        rec["pot03"] = r
-                        say(f"  {'PASS' if r < 30 else 'FAIL'} pot03={r:9.3g}  spd_inverse:{m:18s} "
-                            f"n={n} {dtype:10s} {'upper' if upper else 'lower'}")
-                    except Exception as exc:
-                        rec["error"] = f"{type(exc).__name__}: {exc}"
-                        say(f"  FAIL spd_inverse:{m} n={n} {dtype} upper={upper}: {rec['error'][:300]}")
-                    RESULTS["pot03"].append(rec)
+                    _pot03_row(f"spd_inverse:{m}", lambda: ct.spd_inverse(A, upper, method=m), A,
+                               n, dtype, upper)
                 del L
             del A
     # the check path of spd_inverse: a matrix that is not positive definite

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cusolver_trace as ct
 from cusolver_trace import checks, routines
@@ -268,3 +270,53 @@ def test_resolve_method_validates_its_arguments(method, n, batch, dtype, device,
     (fresh-user report: only auto checked the dtype, and n = -1 gave a LookupError)."""
     with pytest.raises(err):
         routines.resolve_method(method, n, batch, dtype, device)
+
+
+_any_value = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                       st.text(max_size=8), st.none(), st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=st.sampled_from(routines.METHOD_NAMES), n=_any_value, batch=_any_value,
+       dtype=st.one_of(st.sampled_from(["float32", "float64", "complex64", "complex128",
+                                        "float16", "int32", "bfloat16"]), _any_value),
+       device=st.one_of(st.sampled_from(["cuda", "cpu", "cuda:1", "gpu", "mps", ""]), _any_value))
+def test_property_resolve_method_answers_or_raises_a_documented_error(method, n, batch, dtype,
+                                                                      device):
+    """Any arguments: a method name of INVERSE_METHODS, or ValueError / TypeError /
+    LookupError (documented); valid ints and devices are never rejected for their type."""
+    args = (method, n, batch, dtype, device)
+    valid = (isinstance(n, int) and not isinstance(n, bool) and n >= 0
+             and isinstance(batch, int) and not isinstance(batch, bool) and batch >= 0
+             and isinstance(device, str) and device.split(":")[0] in ("cuda", "cpu")
+             and dtype in ("float32", "float64", "complex64", "complex128"))
+    try:
+        got = routines.resolve_method(*args)
+    except (ValueError, TypeError, LookupError) as exc:
+        if valid:   # valid arguments are refused only for a GPU-only method on the CPU
+            assert isinstance(exc, ValueError) and "runs on the GPU" in str(exc), exc
+            assert device.startswith("cpu") and routines.INVERSE_METHODS[method].gpu_only
+        return
+    assert valid and got in routines.INVERSE_METHODS
+    assert (method, n, batch, dtype, device) == args   # arguments untouched
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=st.one_of(st.sampled_from(list(routines.INVERSE_METHODS)), _any_value),
+       device=st.one_of(st.sampled_from([None, "cuda", "cpu"]), _any_value),
+       n_min=_any_value, dtypes=st.one_of(st.none(), st.lists(st.sampled_from(
+           ["float64", "float32", "int8"]), max_size=3), _any_value))
+def test_property_auto_rule_is_valid_or_refused(method, device, n_min, dtypes):
+    """An AutoRule is built only from values that can match (else ValueError / TypeError);
+    a list of dtypes given is left as it was."""
+    before = list(dtypes) if isinstance(dtypes, list) else dtypes
+    try:
+        rule = routines.AutoRule(method, device=device, n_min=n_min, dtypes=dtypes)
+    except (ValueError, TypeError):
+        assert (dtypes == before) if isinstance(dtypes, list) else True
+        return
+    assert rule.method in routines.INVERSE_METHODS and rule.device in (None, "cuda", "cpu")
+    assert isinstance(rule.n_min, int) and rule.n_min >= 0
+    assert rule.dtypes is None or set(rule.dtypes) <= {"float64", "float32"}
+    if isinstance(dtypes, list):
+        assert dtypes == before

@@ -321,6 +321,22 @@ def current_stream_ptr(device_index: int) -> int:
     return _current_raw_stream(device_index)
 
 
+def current_device() -> int:
+    """torch's current CUDA device: ``torch._C._cuda_getDevice`` (what
+    ``torch.cuda.current_device`` calls after its lazy-init check, which a CUDA tensor in hand
+    has passed; ~0.5 µs against ~2.5 µs per call on the H200), the public call where a build
+    lacks it."""
+    global _current_device
+    if _current_device is None:
+        import torch
+
+        _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    return _current_device()
+
+
+_current_device = None
+
+
 def context(device_index: int) -> GpuContext:
     """This thread's context for ``device_index`` (made on first use), its handles' stream
     left as it is."""

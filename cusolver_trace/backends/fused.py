@@ -50,6 +50,8 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import _context
+
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
            "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
            "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT",
@@ -1121,11 +1123,6 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
     return hit
 
 
-# torch._C._cuda_getCurrentRawStream (private but long-standing; ~0.3 µs against ~2 µs for
-# torch.cuda.current_stream); the public call is the fallback
-_raw_stream = None
-
-
 def _operand(x):
     """``(x, arrangement)``: ``x`` itself when its matrices lie row- or column-major in
     one contiguous buffer, else a contiguous copy (conjugate / negative views resolved)."""
@@ -1235,25 +1232,12 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
     info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
     if batch == 0:
         return (out, info, None) if check else (out, info)
-    if _current_device(torch) != idx:
+    if _context.current_device() != idx:
         import cupy as cp
 
         with torch.cuda.device(idx), cp.cuda.Device(idx):
             return _launch(prep, idx, x, b, out, info, batch, check)
     return _launch(prep, idx, x, b, out, info, batch, check)
-
-
-def _current_device(torch) -> int:
-    """torch's current CUDA device (``torch._C._cuda_getDevice``, what
-    ``torch.cuda.current_device`` wraps after its lazy-init check, which the tensors
-    in hand have already passed)."""
-    global _get_device
-    if _get_device is None:
-        _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-    return _get_device()
-
-
-_get_device = None
 
 
 def _launch(prep: _Prepared, idx, x, b, out, info, batch, check):
@@ -1267,7 +1251,7 @@ def _launch(prep: _Prepared, idx, x, b, out, info, batch, check):
         state, acc, stream_ptr, summary = _cuda_backend.self_check_buffers(idx, batch)
         rec, counter = acc.data_ptr(), state.counter_ptr
     else:
-        stream_ptr = _raw_stream_ptr(idx)
+        stream_ptr = _context.current_stream_ptr(idx)
     values, params = _arg_buffer()
     values[:] = (x.data_ptr(), 0 if b is None else b.data_ptr(), out.data_ptr(),
                  0 if info is None else info.data_ptr(), batch, rec, counter, summary)
@@ -1289,17 +1273,6 @@ def _driver():
 
 
 _DRIVER = None
-
-
-def _raw_stream_ptr(idx: int) -> int:
-    """torch's current stream on device ``idx`` as a raw pointer (see :func:`_stream`)."""
-    global _raw_stream
-    if _raw_stream is None:
-        import torch
-
-        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-            lambda i: torch.cuda.current_stream(i).cuda_stream)
-    return _raw_stream(idx)
 
 
 

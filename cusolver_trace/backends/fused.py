@@ -50,6 +50,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .._dtypes import dtype_info
 from . import _context
 
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
@@ -1163,20 +1164,6 @@ def _arg_buffer():
     return buf[0], buf[1]
 
 
-#: torch dtype -> name, for the dtypes the kernels take (filled on first use)
-_TORCH_DTYPES: dict = {}
-
-
-def _dtype_name(torch, dt) -> str:
-    name = _TORCH_DTYPES.get(dt)
-    if name is None:
-        name = str(dt).removeprefix("torch.")
-        if name not in _DTYPES:
-            raise TypeError(f"fused: unsupported dtype {name}")
-        _TORCH_DTYPES[dt] = name
-    return name
-
-
 class _Prepared:
     """Everything one kind of call needs at launch, decided once (:func:`plan_call`,
     :func:`kernel`) and kept in :data:`_CALLS`: the per-call work is then one dict lookup,
@@ -1209,7 +1196,7 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
         _tools()   # first: a missing extra is named before anything else fails
     import torch
 
-    dtype = _dtype_name(torch, x.dtype)
+    dtype = dtype_info(x.dtype).name   # TypeError for a dtype no kernel takes
     x, in_a = _operand(x)
     shape = x.shape
     n = shape[-1]

@@ -70,7 +70,10 @@ SUPPORTED_DTYPES = tuple(_TABLE)
 
 
 def dtype_name(dtype) -> str:
-    """Plain name of a torch, numpy or cupy dtype (or a string / prefix letter)."""
+    """Plain name of a torch, numpy or cupy dtype (or a string / prefix letter); None is
+    refused (NumPy would read it as float64, a silent default)."""
+    if dtype is None:
+        raise TypeError("a dtype is required (float32, float64, complex64 or complex128), got None")
     if isinstance(dtype, str):
         if dtype in _BY_PREFIX:
             return _BY_PREFIX[dtype].name

@@ -142,14 +142,6 @@ def test_work_copy_is_a_new_column_major_copy(view):
     assert torch.equal(cuda.matrices(c, x.shape[:-2]), x.resolve_conj().resolve_neg())
 
 
-@pytest.mark.parametrize("shape", [(5, 5), (1, 5, 5), (2, 3, 5, 5)])
-def test_identity_right_hand_side(shape):
-    c = torch.empty(shape, dtype=torch.complex64)
-    eye = cuda._identity(c)
-    assert eye.shape == c.shape and eye.is_contiguous() and eye.dtype == c.dtype
-    assert torch.equal(eye, torch.eye(5, dtype=c.dtype).expand(shape))
-
-
 def test_trsm_operations_are_cached_per_dtype_kind_and_uplo():
     assert cuda._trsm_ops(False, False) == (cb.OP_N, cb.OP_T)
     assert cuda._trsm_ops(False, True) == (cb.OP_T, cb.OP_N)

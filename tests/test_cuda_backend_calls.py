@@ -2,7 +2,8 @@
 
 The raw cuSOLVER / cuBLAS functions are replaced by a recorder that runs the same
 operation with LAPACK (scipy) on the memory the pointers address (CPU tensors have real
-host addresses); torch's CUDA-only calls are replaced by stand-ins. So these tests run
+host addresses); torch's CUDA-only calls are replaced by stand-ins, and the backend's own
+prologue kernel by its thread-by-thread emulation (:func:`~cusolver_trace.backends.cuda_copy.run_on_host`). So these tests run
 every backend routine end to end without a GPU and pin what reaches the library: the
 routine, its sizes, leading dimensions, the workspace size the bufferSize answer gave,
 one pointer per matrix of the batch, the stream bound only when it changes, bufferSize
@@ -23,6 +24,7 @@ import torch
 from cusolver_trace import routines
 from cusolver_trace.backends import _context
 from cusolver_trace.backends import cuda
+from cusolver_trace.backends import cuda_copy
 from cusolver_trace.raw import cublas as rcb
 from cusolver_trace.raw import cusolver as rcs
 
@@ -196,6 +198,10 @@ def raw(monkeypatch):
     monkeypatch.setattr(_context, "current_stream_ptr", lambda idx: stream["ptr"])
     monkeypatch.setattr(torch.cuda, "current_device", lambda: -1)  # CPU tensors: get_device() == -1
     monkeypatch.setattr(cuda, "_current_device", lambda: -1)
+    # the prologue kernel (copies, identity, info zeroed) carried out on host memory
+    monkeypatch.setattr(cuda_copy, "current_device", lambda: -1)
+    monkeypatch.setattr(cuda_copy, "_launch", lambda idx, itemsize, grid, block, values:
+                        cuda_copy.run_on_host(values, grid, block, itemsize))
     monkeypatch.setattr(_context, "device_bytes",
                         lambda idx, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
 

@@ -29,6 +29,7 @@ from .._dtypes import dtype_info
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
+from . import cuda_copy
 from ._context import (Scratch, StreamRef, device_bytes, bound, context, current_device,
                        current_stream_ptr, on_device, pointer_array, size_key)
 
@@ -154,8 +155,11 @@ _current_device = current_device   # a module name of its own: tests replace it
 
 def work_copy(x: torch.Tensor) -> torch.Tensor:
     """Column-major working copy of ``x`` ``(..., r, c)``: a contiguous ``(..., c, r)`` tensor
-    whose ``.mT`` is the copy of ``x`` (one ``clone``, so always a new buffer: conjugate /
-    negative views are materialized, expanded inputs copied, the input never written)."""
+    whose ``.mT`` is the copy of ``x`` (always a new buffer: conjugate / negative views are
+    materialized, expanded inputs copied, the input never written). One launch of
+    :func:`.cuda_copy.column_major` for the four dtypes of the routines, else one ``clone``."""
+    if x.is_cuda and cuda_copy.supported(x.element_size(), x.is_complex()):
+        return cuda_copy.column_major(x)[0]
     return x.mT.clone(memory_format=torch.contiguous_format)
 
 
@@ -191,16 +195,6 @@ def _ptr(w, b):
     return w.data_ptr() + b * w.stride(0) * w.element_size()
 
 
-def _identity(c: torch.Tensor) -> torch.Tensor:
-    """Identity matrices of ``c``'s shape, contiguous: their own column-major working copy."""
-    n = c.shape[-1]
-    if c.dim() == 2:
-        return torch.eye(n, dtype=c.dtype, device=c.device)
-    eye = torch.zeros(c.shape, dtype=c.dtype, device=c.device)
-    eye.diagonal(dim1=-2, dim2=-1).fill_(1)
-    return eye
-
-
 def _pointers(p0: int, step: int, batch: int, device) -> torch.Tensor:
     """``Aarray`` of a batch at ``p0 + b·step`` (see :func:`._context.pointer_array`)."""
     return torch.arange(p0, p0 + step * batch, step, dtype=torch.int64, device=device)
@@ -220,10 +214,12 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
     dt = _dtype(a.dtype)
     n = a.shape[-1]
-    w, uplo, lda = work_copy(a), _UPLO[bool(upper)], n
-    batch = a.numel() // (n * n)
-    # every entry point writes info for each matrix (0 or the failing minor), as torch relies on
-    info = torch.empty(batch, dtype=torch.int32, device=a.device)
+    # the copy of the uplo triangle with the other one zeroed, and info zeroed, in one launch:
+    # potrf leaves the other triangle untouched (cuSOLVER's documentation), so the result is
+    # torch's bits, whose triu_ / tril_ zeroes it after the call
+    w, _, info = cuda_copy.column_major(a, keep="upper" if upper else "lower", info=True)
+    uplo, lda = _UPLO[bool(upper)], n
+    batch = info.shape[0]
     ctx = bound(a.get_device())
     isz = w.element_size()
     p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
@@ -252,25 +248,24 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         ptrs = _pointers(p0, step, batch, a.device)
         with ctx.cupy_stream():
             cs.potrfBatched(dt.prefix, ctx.solver, uplo, n, ptrs.data_ptr(), lda, i0, batch)
-    # the other triangle of L = w.mT zeroed as torch does, through w itself (one view less):
-    # L's lower triangle is w's upper one
-    (w.tril_() if upper else w.triu_())
     return w.mT, info
 
 
-def _solve(c: torch.Tensor, x: torch.Tensor, upper: bool, api: str):
-    """Xpotrs / potrs / potrsBatched of the column-major right-hand sides ``x`` (..., k, n),
-    in place, with the factor ``c`` (..., n, n); returns ``(X, info)``."""
+def _solve(c: torch.Tensor, b: torch.Tensor | None, upper: bool, api: str):
+    """Xpotrs / potrs / potrsBatched with the factor ``c`` (..., n, n) on column-major copies
+    of the right-hand sides ``b`` (..., n, k) (None: the identity), solved in place; returns
+    ``(X, info)``."""
     dt = _dtype(c.dtype)
-    n, k = c.shape[-1], x.shape[-2]
+    n = c.shape[-1]
+    k = n if b is None else b.shape[-1]
     if api == "batched" and k != 1:
         raise ValueError(f"cusolverDn{dt.prefix.upper()}potrsBatched supports nrhs = 1 only, "
                          f"got nrhs = {k}")
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
-    wc, uplo, ld = work_copy(c), _UPLO[bool(upper)], n
-    batch = c.numel() // (n * n)
-    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    wc, x, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
+    uplo, ld = _UPLO[bool(upper)], n
+    batch = info.shape[0]
     ctx = bound(c.get_device())
     isz = wc.element_size()
     pc, sc = wc.data_ptr(), n * n * isz
@@ -305,14 +300,14 @@ def potrs(c: torch.Tensor, b: torch.Tensor, upper: bool, api: str = "X"):
     if api == "batched" and b.shape[-1] != 1:
         raise ValueError(f"cusolverDn{_dtype(c.dtype).prefix.upper()}potrsBatched supports "
                          f"nrhs = 1 only, got nrhs = {b.shape[-1]}")
-    return _solve(c, work_copy(b), upper, api)
+    return _solve(c, b, upper, api)
 
 
 @on_tensor_device
 def potrs_identity(c: torch.Tensor, upper: bool, api: str = "X"):
     """Inverse from the factor by potrs on an identity right-hand side (torch's CUDA
     ``cholesky_inverse``, cuSOLVER path). Not exactly Hermitian; returns ``(Ainv, info)``."""
-    return _solve(c, _identity(c), upper, api)
+    return _solve(c, None, upper, api)
 
 
 @on_tensor_device
@@ -320,9 +315,9 @@ def potri(c: torch.Tensor, upper: bool):
     """``cusolverDn<t>potri`` per matrix, then the full Hermitian inverse from its triangle."""
     dt = _dtype(c.dtype)
     n, t = c.shape[-1], dt.prefix
-    w, uplo, lda = work_copy(c), _UPLO[bool(upper)], n
-    batch = c.numel() // (n * n)
-    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    w, _, info = cuda_copy.column_major(c, info=True)
+    uplo, lda = _UPLO[bool(upper)], n
+    batch = info.shape[0]
     ctx = bound(c.get_device())
     isz = w.element_size()
     p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
@@ -339,10 +334,10 @@ def trtri(c: torch.Tensor, upper: bool, unit_diagonal: bool = False):
     """``cusolverDnXtrtri`` per matrix: inverse of the ``upper`` / lower triangle (other zeroed)."""
     dt = _dtype(c.dtype)
     n, cdt = c.shape[-1], dt.cuda_data_type
-    w, uplo, lda = work_copy(c), _UPLO[bool(upper)], n
+    w, _, info = cuda_copy.column_major(c, info=True)
+    uplo, lda = _UPLO[bool(upper)], n
     diag = cs.UNIT if unit_diagonal else cs.NON_UNIT
-    batch = c.numel() // (n * n)
-    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    batch = info.shape[0]
     ctx = bound(c.get_device())
     p0, step, i0 = w.data_ptr(), n * n * w.element_size(), info.data_ptr()
     dbytes, hbytes = ctx.sizes.get_or(
@@ -369,24 +364,26 @@ def trsm_identity_inverse(c: torch.Tensor, upper: bool, batched: bool):
     ``X = L⁻ᴴ (L⁻¹ I)`` (lower) or ``U⁻¹ (U⁻ᴴ I)`` (upper), through a loop of
     ``cublas<t>trsm`` (``batched=False``) or one ``cublas<t>trsmBatched`` per solve.
     """
-    return _trsm(c, _identity(c), upper, batched)
+    return _trsm(c, None, upper, batched)
 
 
 @on_tensor_device
 def trsm_solve(c: torch.Tensor, b: torch.Tensor, upper: bool, batched: bool):
     """Solve A X = B with A = L Lᴴ (or Uᴴ U) by two cuBLAS ``trsm`` (left side) calls per matrix."""
-    return _trsm(c, work_copy(b), upper, batched)
+    return _trsm(c, b, upper, batched)
 
 
-def _trsm(c: torch.Tensor, x: torch.Tensor, upper: bool, batched: bool):
-    """Two left-side trsm solves of the column-major right-hand sides ``x`` (..., k, n), in place."""
+def _trsm(c: torch.Tensor, b: torch.Tensor | None, upper: bool, batched: bool):
+    """Two left-side trsm solves on column-major copies of the right-hand sides ``b``
+    (..., n, k) (None: the identity), in place."""
     dt = _dtype(c.dtype)
-    n, k, t = c.shape[-1], x.shape[-2], dt.prefix
-    wc, ld, uplo = work_copy(c), n, _UPLO[bool(upper)]
+    n, t = c.shape[-1], dt.prefix
+    k = n if b is None else b.shape[-1]
+    wc, x, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
+    ld, uplo = n, _UPLO[bool(upper)]
     ops = _trsm_ops(dt.is_complex, bool(upper))
     one = _one(t)
-    batch = c.numel() // (n * n)
-    info = torch.zeros(batch, dtype=torch.int32, device=c.device)
+    batch = info.shape[0]
     ctx = bound(c.get_device())
     isz = wc.element_size()
     pc, sc = wc.data_ptr(), n * n * isz

@@ -1,0 +1,372 @@
+"""Column-major working copies in one kernel launch: the CUDA backend's prologue.
+
+Every cuSOLVER / cuBLAS call of the backend works on a column-major copy of its operands,
+torch's layout: a contiguous ``(..., c, r)`` buffer whose ``.mT`` is the ``(..., r, c)``
+matrix. torch builds those in C++ (``cloneBatchedColumnMajor``, ``at::zeros`` for info, an
+identity by ``fill_`` + ``diagonal().fill_``); from Python each of those torch calls costs
+3–14 µs of host time per call on the H200, which at n ≤ 256 is more than the GPU work (the
+replay / torch gap of issue 14). Here the whole prologue of a routine is one launch:
+
+* the copy of A (all of it, or only the ``uplo`` triangle with the other one zeroed:
+  cuSOLVER's ``potrf`` documents that it leaves the other triangle untouched, so zeroing it
+  before the call gives the same bits as torch's ``triu_`` / ``tril_`` after it);
+* the copy of B, or an identity of A's shape;
+* the int32 ``info`` vector zeroed.
+
+Hand-written (not a torch op) because no torch op does all three in one launch; the kernel
+only moves bits (no arithmetic on the values), so it is exact for every dtype, NaN payloads
+included. One ``cuLaunchKernel`` through CuPy's driver binding with the arguments as one
+struct, as :mod:`.fused` does.
+
+:func:`plan` (the launch geometry and the argument values) and :func:`emulate` (the kernel's
+index arithmetic, thread by thread) are pure and tested on the CPU, where :func:`run_on_host`
+also stands in for the launch in the backend's tests; the kernel itself runs on the GPU only.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+from ..raw import _load
+from ._context import current_device, current_stream_ptr
+
+#: Modes of one job: copy every entry, only the upper (row <= column) or lower (row >= column)
+#: triangle with the other zeroed, or write an identity (no source).
+ALL, UPPER, LOWER, IDENTITY = 0, 1, 2, 3
+_JOB_FIELDS = ("src", "sb", "sr", "sc", "dst", "r", "c", "mode")
+_ARG_FIELDS = tuple(f"{f}{k}" for k in (0, 1) for f in _JOB_FIELDS) + (
+    "batch", "info", "one_lo", "one_hi", "shift")
+_THREADS = 256
+_MAX_BLOCKS = 65535
+
+_SRC = ("struct Job { long long " + ", ".join(_JOB_FIELDS) + "; };\n"
+        "struct CopyArgs { Job job[2]; long long batch, info, one_lo, one_hi, shift; };\n") + r"""
+template<typename T> __device__ __forceinline__ T bits(long long lo, long long hi);
+template<> __device__ __forceinline__ unsigned int bits(long long lo, long long hi)
+{ return (unsigned int)lo; }
+template<> __device__ __forceinline__ unsigned long long bits(long long lo, long long hi)
+{ return (unsigned long long)lo; }
+template<> __device__ __forceinline__ ulonglong2 bits(long long lo, long long hi)
+{ return make_ulonglong2((unsigned long long)lo, (unsigned long long)hi); }
+
+// blockIdx.y picks the job; a block holds blockDim.x >> shift columns of it, 2^shift threads
+// per column walking its rows, so stores are coalesced along each column. Values are moved as
+// raw bits (T is an unsigned type of the element's size): exact, NaN payloads kept.
+template<typename T>
+__device__ void copy_impl(const CopyArgs& a)
+{
+    const Job& J = a.job[blockIdx.y];
+    const int shift = (int)a.shift;
+    const long long tpc = 1LL << shift;
+    const long long cpb = (long long)blockDim.x >> shift;
+    const long long cols = a.batch * J.c;
+    const long long lane = threadIdx.x & (tpc - 1);
+    const T* src = (const T*)J.src;
+    T* dst = (T*)J.dst;
+    const T zero = bits<T>(0, 0);
+    const T one = bits<T>(a.one_lo, a.one_hi);
+    for (long long q = (long long)blockIdx.x * cpb + (threadIdx.x >> shift); q < cols;
+         q += (long long)gridDim.x * cpb) {
+        const long long b = q / J.c, j = q - b * J.c;
+        const T* s = src + b * J.sb + j * J.sc;
+        T* d = dst + q * J.r;
+        for (long long i = lane; i < J.r; i += tpc) {
+            T v;
+            if (J.mode == 3) v = (i == j) ? one : zero;
+            else if (J.mode == 0 || (J.mode == 1 ? i <= j : i >= j)) v = s[i * J.sr];
+            else v = zero;
+            d[i] = v;
+        }
+    }
+    if (blockIdx.y == 0 && a.info) {
+        int* info = (int*)a.info;
+        for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < a.batch;
+             k += (long long)gridDim.x * blockDim.x)
+            info[k] = 0;
+    }
+}
+extern "C" __global__ void copy4(CopyArgs a) { copy_impl<unsigned int>(a); }
+extern "C" __global__ void copy8(CopyArgs a) { copy_impl<unsigned long long>(a); }
+extern "C" __global__ void copy16(CopyArgs a) { copy_impl<ulonglong2>(a); }
+"""
+
+# the bits of 1 per element size and kind (little-endian: a complex element's real part is
+# its low half)
+_ONE_BITS = {
+    (4, False): (0x3F800000, 0),
+    (8, False): (0x3FF0000000000000, 0),
+    (8, True): (0x3F800000, 0),
+    (16, True): (0x3FF0000000000000, 0),
+}
+_FUNCS: dict = {}          # (device index, element size) -> CUfunction pointer
+_MODULES: dict = {}        # device index -> CuPy RawModule (kept alive with its functions)
+_ARGS = threading.local()  # this thread's argument struct and kernelParams array
+_DRIVER = None
+
+
+def supported(itemsize: int, is_complex: bool) -> bool:
+    """Whether the kernel copies elements of this size and kind (float32, float64,
+    complex64, complex128)."""
+    return (itemsize, is_complex) in _ONE_BITS
+
+
+def plan(batch: int, jobs, *, info: int = 0, itemsize: int = 8, is_complex: bool = False):
+    """Launch geometry and argument values of one prologue launch (pure; CPU-testable).
+
+    Parameters
+    ----------
+    batch : int
+        Number of matrices (>= 1).
+    jobs : sequence of 1 or 2 tuples ``(src, sb, sr, sc, dst, r, c, mode)``
+        Addresses (int) and strides in elements; ``r``, ``c`` the rows and columns of each
+        ``(r, c)`` source matrix (the destination is column-major, ``r`` its leading
+        dimension); ``mode`` one of :data:`ALL`, :data:`UPPER`, :data:`LOWER`,
+        :data:`IDENTITY`. Every job has the same ``r``.
+    info : int
+        Address of ``batch`` int32 to zero (0: none).
+    itemsize : int
+        Bytes per element: 4, 8 or 16.
+    is_complex : bool
+
+    Returns
+    -------
+    (grid, block, values)
+        ``grid = (x, jobs, 1)``, ``block = (threads, 1, 1)`` and the struct's int64 values
+        in the kernel's field order (an absent second job is all zeros).
+
+    Raises
+    ------
+    ValueError
+        No job or more than two, rows that differ between jobs, batch < 1, an empty matrix,
+        an unknown mode or element size.
+
+    Examples
+    --------
+    >>> grid, block, values = plan(1, [(4096, 0, 64, 1, 8192, 64, 64, LOWER)])
+    >>> grid, block, values[:8]
+    ((16, 1, 1), (256, 1, 1), (4096, 0, 64, 1, 8192, 64, 64, 2))
+    """
+    jobs = [tuple(int(v) for v in j) for j in jobs]
+    if not 1 <= len(jobs) <= 2:
+        raise ValueError(f"a prologue launch runs 1 or 2 jobs, got {len(jobs)}")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    if not supported(itemsize, is_complex):
+        raise ValueError(f"no copy kernel for {itemsize}-byte "
+                         f"{'complex' if is_complex else 'real'} elements")
+    rows = {j[5] for j in jobs}
+    if len(rows) != 1:
+        raise ValueError(f"every job of a launch has the same number of rows, got {sorted(rows)}")
+    for j in jobs:
+        if j[5] < 1 or j[6] < 1:
+            raise ValueError(f"an empty matrix ({j[5]} x {j[6]}) needs no launch")
+        if j[7] not in (ALL, UPPER, LOWER, IDENTITY):
+            raise ValueError(f"unknown copy mode {j[7]}")
+    return _pack(batch, jobs, int(info), _ONE_BITS[itemsize, is_complex])
+
+
+@functools.lru_cache(maxsize=1024)
+def _geometry(r: int, cols: int) -> tuple:
+    """``(shift, blocks)``: log2 of the threads per column (the smallest power of two >= r,
+    at most the block) and the blocks along x for ``cols`` columns (grid-stride beyond
+    :data:`_MAX_BLOCKS`)."""
+    t = 1
+    while t < r and t < _THREADS:
+        t <<= 1
+    shift = t.bit_length() - 1
+    return shift, max(1, min(_MAX_BLOCKS, -(-cols // (_THREADS >> shift))))
+
+
+_NO_JOB = (0,) * len(_JOB_FIELDS)
+
+
+def _pack(batch: int, jobs, info: int, one: tuple):
+    """:func:`plan`'s result without its checks (the per-call path of :func:`column_major`)."""
+    shift, gx = _geometry(jobs[0][5], batch * max(j[6] for j in jobs))
+    second = jobs[1] if len(jobs) == 2 else _NO_JOB
+    return (gx, len(jobs), 1), (_THREADS, 1, 1), (*jobs[0], *second, batch, info, *one, shift)
+
+
+def emulate(values, grid, block, itemsize: int):
+    """The kernel's index arithmetic in Python, thread by thread: the stores one launch makes.
+
+    Returns a list of ``(address, source)``: ``source`` the address an element is copied
+    from, or the bytes stored (a zero, the dtype's one, an int32 zero of ``info``). The CPU
+    tests run it against torch's own copies, and :func:`run_on_host` carries it out on host
+    memory (the backend's tests on CPU tensors).
+    """
+    f = dict(zip(_ARG_FIELDS, values))
+    zero = bytes(itemsize)
+    one = np.array([f["one_lo"], f["one_hi"]], dtype=np.int64).tobytes()[:itemsize]
+    shift = f["shift"]
+    tpc, cpb = 1 << shift, block[0] >> shift
+    stores = []
+    for y in range(grid[1]):
+        J = {k: f[f"{k}{y}"] for k in _JOB_FIELDS}
+        cols = f["batch"] * J["c"]
+        for x in range(grid[0]):
+            for t in range(block[0]):
+                q, lane = x * cpb + (t >> shift), t & (tpc - 1)
+                while q < cols:
+                    b, j = divmod(q, J["c"])
+                    s = J["src"] + (b * J["sb"] + j * J["sc"]) * itemsize
+                    d = J["dst"] + q * J["r"] * itemsize
+                    for i in range(lane, J["r"], tpc):
+                        if J["mode"] == IDENTITY:
+                            v = one if i == j else zero
+                        elif J["mode"] == ALL or (i <= j if J["mode"] == UPPER else i >= j):
+                            v = s + i * J["sr"] * itemsize
+                        else:
+                            v = zero
+                        stores.append((d + i * itemsize, v))
+                    q += grid[0] * cpb
+        if y == 0 and f["info"]:
+            for x in range(grid[0]):
+                for t in range(block[0]):
+                    k = x * block[0] + t
+                    while k < f["batch"]:
+                        stores.append((f["info"] + 4 * k, bytes(4)))
+                        k += grid[0] * block[0]
+    return stores
+
+
+def run_on_host(values, grid, block, itemsize: int) -> None:
+    """Carry out :func:`emulate`'s stores on host memory (addresses of CPU tensors)."""
+    import ctypes
+
+    for address, source in emulate(values, grid, block, itemsize):
+        if isinstance(source, int):
+            ctypes.memmove(address, source, itemsize)
+        else:
+            ctypes.memmove(address, source, len(source))
+
+
+def _function(idx: int, itemsize: int) -> int:
+    fn = _FUNCS.get((idx, itemsize))
+    if fn is None:
+        mod = _MODULES.get(idx)
+        if mod is None:
+            mod = _MODULES[idx] = _load.cupy().RawModule(code=_SRC)
+        kernel = mod.get_function(f"copy{itemsize}")
+        fn = _FUNCS[idx, itemsize] = getattr(kernel, "kernel", kernel).ptr
+    return fn
+
+
+def _arg_buffer():
+    """This thread's ``(values, kernelParams address)``: the struct's int64 values and a
+    one-entry ``void*`` array pointing at them (``cuLaunchKernel`` copies the struct)."""
+    buf = getattr(_ARGS, "buf", None)
+    if buf is None:
+        values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
+        params = np.array([values.ctypes.data], dtype=np.uintp)
+        buf = _ARGS.buf = (values, params.ctypes.data, params)
+    return buf[0], buf[1]
+
+
+def _driver():
+    global _DRIVER
+    if _DRIVER is None:
+        _DRIVER = _load.cupy().cuda.driver
+    return _DRIVER
+
+
+def _source(x, r: int, c: int):
+    """``(tensor kept alive, address, batch stride, row stride, column stride)`` of ``x``
+    ``(..., r, c)`` in elements; conjugate / negative views resolved, batch dimensions that
+    do not merge into one stride copied (rare)."""
+    if x.is_conj() or x.is_neg():
+        x = x.resolve_conj().resolve_neg()
+    if x.dim() == 2:
+        sr, sc = x.stride()
+        return x, x.data_ptr(), 0, sr, sc
+    if x.dim() > 3:
+        x = x.reshape(-1, r, c)
+    sb, sr, sc = x.stride()
+    return x, x.data_ptr(), sb, sr, sc
+
+
+def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
+                 info: bool = False):
+    """Column-major working copies of ``a`` and ``b`` (or an identity) and a zeroed ``info``,
+    in one kernel launch on torch's current stream of ``a``'s device (current).
+
+    Parameters
+    ----------
+    a : torch.Tensor (..., r, c), CUDA, float32 / float64 / complex64 / complex128
+    b : torch.Tensor (..., r, k), optional
+        Same device, dtype and batch shape as ``a``.
+    keep : {None, "upper", "lower"}
+        Copy only this triangle of ``a``, the other zeroed (``None``: all of it).
+    identity : bool
+        Instead of ``b``: identity matrices of ``a``'s shape (square ``a``).
+    info : bool
+        Also return ``batch`` int32 zeros.
+
+    Returns
+    -------
+    (wa, wb, info)
+        ``wa`` contiguous ``(..., c, r)`` with ``wa.mT`` equal to ``a`` (its ``keep``
+        triangle); ``wb`` contiguous ``(..., k, r)`` with ``wb.mT`` equal to ``b`` (or the
+        identity), else None; ``info`` int32 ``(batch,)`` zeros, else None.
+
+    Raises
+    ------
+    ValueError
+        Both ``b`` and ``identity``, an unknown ``keep``, rows of ``b`` unlike ``a``'s.
+    """
+    import torch
+
+    if b is not None and identity:
+        raise ValueError("pass b or identity=True, not both")
+    if keep not in (None, "upper", "lower"):
+        raise ValueError(f"keep must be None, 'upper' or 'lower', got {keep!r}")
+    r, c = a.shape[-2:]
+    batch_shape = a.shape[:-2]
+    dev = a.device
+    wa = torch.empty((*batch_shape, c, r), dtype=a.dtype, device=dev)
+    wb = None
+    if identity:
+        wb = torch.empty((*batch_shape, c, r), dtype=a.dtype, device=dev)
+    elif b is not None:
+        if b.shape[-2] != r:
+            raise ValueError(f"b has {b.shape[-2]} rows, a has {r}")
+        wb = torch.empty((*b.shape[:-2], b.shape[-1], r), dtype=b.dtype, device=dev)
+    batch = 1
+    for d in batch_shape:
+        batch *= d
+    inf = torch.empty(batch, dtype=torch.int32, device=dev) if info else None
+    k = b.shape[-1] if b is not None else c
+    if batch == 0 or r == 0 or c == 0:
+        if inf is not None:
+            inf.zero_()
+        return wa, wb, inf
+    keep_a, a_ptr, sb, sr, sc = _source(a, r, c)
+    mode = ALL if keep is None else (UPPER if keep == "upper" else LOWER)
+    jobs = [(a_ptr, sb, sr, sc, wa.data_ptr(), r, c, mode)]
+    keep_b = None
+    if identity:
+        jobs.append((0, 0, 0, 0, wb.data_ptr(), r, c, IDENTITY))
+    elif b is not None and k > 0:
+        keep_b, b_ptr, bb, br, bc = _source(b, r, k)
+        jobs.append((b_ptr, bb, br, bc, wb.data_ptr(), r, k, ALL))
+    itemsize = a.element_size()
+    grid, block, values = _pack(batch, jobs, 0 if inf is None else inf.data_ptr(),
+                                _ONE_BITS[itemsize, a.is_complex()])
+    idx = a.get_device()
+    if idx == current_device():
+        _launch(idx, itemsize, grid, block, values)
+    else:  # the module and the launch belong to the tensor's device
+        with torch.cuda.device(idx):
+            _launch(idx, itemsize, grid, block, values)
+    del keep_a, keep_b   # alive until after the launch (a reshaped copy is stream-ordered)
+    return wa, wb, inf
+
+
+def _launch(idx: int, itemsize: int, grid, block, values) -> None:
+    """One ``cuLaunchKernel`` on torch's current stream of device ``idx`` (current)."""
+    buf, params = _arg_buffer()
+    buf[:] = values
+    _driver().launchKernel(_function(idx, itemsize), grid[0], grid[1], 1, block[0], 1, 1, 0,
+                           current_stream_ptr(idx), params, 0)

@@ -3,8 +3,8 @@
     python3 benchmarks/fused_table.py [--dtype float64,float32] [--cases 10000x8,1000x32]
                                       [--json out.json]
 
-For each batch x n: CUDA-event median per call (ms) and host wall time per call (µs, a loop
-of calls without synchronization) of
+For each batch x n: CUDA-event median per call (ms) and host wall time per call (µs, the
+median of 5 loops of 100 calls without synchronization inside a loop) of
 
 * ``torch.cholesky_inverse(L)`` (torch's default path; MAGMA for batch > 1 in torch 2.11),
 * the same under ``torch.backends.cuda.preferred_linalg_library("cusolver")`` (a loop of
@@ -47,15 +47,18 @@ def gpu_ms(torch, fn, reps=25, warm=3):
     return statistics.median(a.elapsed_time(b) for a, b in ev)
 
 
-def host_us(torch, fn, calls=40):
-    """Host wall time per call of a loop of calls (no synchronization inside)."""
+def host_us(torch, fn, calls=100, loops=5):
+    """Host wall time per call: the median over ``loops`` loops of ``calls`` calls each, no
+    synchronization inside a loop (one before each, so a loop starts with an idle GPU)."""
+    per_loop = []
+    for _ in range(loops):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_loop.append((time.perf_counter() - t) / calls * 1e6)
     torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = (time.perf_counter() - t) / calls * 1e6
-    torch.cuda.synchronize()
-    return dt
+    return statistics.median(per_loop)
 
 
 def measure(torch, ct, checks, dtype, batch, n):
@@ -87,7 +90,7 @@ def measure(torch, ct, checks, dtype, batch, n):
         try:
             fn = calls["torch"]
             row["ms"]["torch cusolver"] = gpu_ms(torch, fn, reps=5 if batch >= 10000 else 15, warm=1)
-            row["host_us"]["torch cusolver"] = host_us(torch, fn, calls=3)
+            row["host_us"]["torch cusolver"] = host_us(torch, fn, calls=3, loops=1)
         finally:
             torch.backends.cuda.preferred_linalg_library(old)
     row["pct_copy"] = 100.0 * row["ms"]["copy"] / row["ms"]["fused"]

@@ -123,6 +123,11 @@ class FakeRaw:
         self.rec("potrfBatched", uplo=uplo, n=n, lda=lda, batch=batch, A=_ptrs(Aarray, batch))
         for b, p in enumerate(_ptrs(Aarray, batch)):
             self._potrf(t, uplo, n, p, lda, info + 4 * b)
+            # as on the H200 (cuSOLVER 12.0): potrfBatched with uplo = upper leaves the
+            # mirror of the factor in the other triangle; the backend must zero it after
+            if uplo == 1:
+                M = _mat(p, n, n, lda, NP[t])
+                M[...] = np.triu(M) + np.triu(M, 1).conj().T
 
     def _potrs(self, t, uplo, n, k, A, lda, B, ldb):
         C = _mat(A, n, n, lda, NP[t]).copy()

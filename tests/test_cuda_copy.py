@@ -172,12 +172,69 @@ def test_plan_rejects(batch, jobs, kw, match):
         cc.plan(batch, jobs, **kw)
 
 
-def test_column_major_argument_errors():
+@pytest.fixture
+def host(monkeypatch):
+    """column_major on CPU tensors: the launch carried out by the kernel's emulation."""
+    monkeypatch.setattr(cc, "current_device", lambda: -1)
+    monkeypatch.setattr(cc, "_launch", lambda idx, itemsize, grid, block, values:
+                        cc.run_on_host(values, grid, block, itemsize))
+    monkeypatch.setattr(cc, "_CALLS", {})
+
+
+def test_column_major_argument_errors(host):
     x = torch.zeros(2, 2)
     with pytest.raises(ValueError, match="not both"):
         cc.column_major(x, x, identity=True)
     with pytest.raises(ValueError, match="keep"):
         cc.column_major(x, keep="both")
+    with pytest.raises(ValueError, match="does not match"):
+        cc.column_major(torch.zeros(2, 3, 3), torch.zeros(3, 3, 1))
+    with pytest.raises(ValueError, match="dtype and device"):
+        cc.column_major(x, torch.zeros(2, 1, dtype=torch.float64))
+    with pytest.raises(ValueError, match="square"):
+        cc.column_major(torch.zeros(2, 3), identity=True)
+
+
+def test_column_major_prepares_each_kind_of_call_once(host):
+    x = torch.randn(3, 5, 5, dtype=torch.float64)
+    wa, _, info = cc.column_major(x, keep="upper", info=True)
+    assert torch.equal(wa.mT, x.triu()) and info.tolist() == [0, 0, 0] and len(cc._CALLS) == 1
+    y = torch.randn(3, 5, 5, dtype=torch.float64)
+    wa, _, _ = cc.column_major(y, keep="upper", info=True)
+    assert torch.equal(wa.mT, y.triu()) and len(cc._CALLS) == 1   # same kind: reused
+    cc.column_major(y.mT, keep="upper")                          # other strides: another kind
+    cc.column_major(y, keep="lower")
+    assert len(cc._CALLS) == 3
+
+
+def test_column_major_conjugate_and_negative_views_never_reuse_a_plain_call(host):
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(4, 4, dtype=torch.complex128, generator=g)
+    for view in (z, z.conj(), z, z.conj().imag, -z, z.conj()):
+        before, bits = view.clone(), (view.is_conj(), view.is_neg())
+        wa, eye, _ = cc.column_major(view, identity=True)
+        assert torch.equal(wa.mT, view.resolve_conj().resolve_neg())
+        assert torch.equal(eye, torch.eye(4, dtype=view.dtype))
+        assert torch.equal(view, before) and (view.is_conj(), view.is_neg()) == bits
+
+
+def test_column_major_batch_dims_that_do_not_merge_and_expanded(host):
+    g = torch.Generator().manual_seed(2)
+    base = torch.randn(3, 4, 5, 6, dtype=torch.float32, generator=g)
+    for x in (base.permute(1, 0, 2, 3), base[:, ::2], base[:1, :1].expand(3, 4, 5, 6), base):
+        b = torch.randn(*x.shape[:-1], 2, dtype=torch.float32, generator=g)
+        wa, wb, info = cc.column_major(x, b, info=True)
+        assert wa.shape == (*x.shape[:-2], 6, 5) and torch.equal(wa.mT, x)
+        assert wb.shape == (*x.shape[:-2], 2, 5) and torch.equal(wb.mT, b)
+        assert info.shape == (x.shape[0] * x.shape[1],) and (info == 0).all()
+
+
+def test_column_major_empty_shapes_need_no_launch(host, monkeypatch):
+    monkeypatch.setattr(cc, "_launch", lambda *a: pytest.fail("launched for an empty input"))
+    for shape, batch in [((0, 3, 3), 0), ((3, 0, 0), 3), ((2, 3, 0), 2)]:
+        wa, _, info = cc.column_major(torch.empty(shape), info=True)
+        assert wa.shape == (*shape[:-2], shape[-1], shape[-2])
+        assert info.shape == (batch,) and (info == 0).all()
 
 
 # --------------------------------------------------------------------------- GPU

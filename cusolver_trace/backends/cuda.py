@@ -205,8 +205,9 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     """Cholesky factor of ``a`` (..., n, n): ``(L, info)``; the other triangle of L is zero.
 
     Mirrors torch's CUDA ``linalg.cholesky`` (``Xpotrf`` for batch 1,
-    ``potrfBatched`` for batch > 1): the whole matrix is copied, the ``uplo``
-    triangle factored in place, and the other triangle zeroed afterwards.
+    ``potrfBatched`` for batch > 1): the matrix is copied, the ``uplo`` triangle factored
+    in place, and the other triangle zeroed (in the copy's launch for ``Xpotrf`` /
+    ``potrf``, which leave it untouched; after ``potrfBatched``, which does not).
     ``cusolverDnXpotrf_bufferSize`` is asked on every call, as torch does; the legacy
     ``potrf_bufferSize`` (not a call torch makes) once per (dtype, uplo, n) and device.
     """
@@ -214,10 +215,15 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
     dt = _dtype(a.dtype)
     n = a.shape[-1]
-    # the copy of the uplo triangle with the other one zeroed, and info zeroed, in one launch:
-    # potrf leaves the other triangle untouched (cuSOLVER's documentation), so the result is
-    # torch's bits, whose triu_ / tril_ zeroes it after the call
-    w, _, info = cuda_copy.column_major(a, keep="upper" if upper else "lower", info=True)
+    # the copy and info zeroed in one launch. Xpotrf / potrf leave the other triangle
+    # untouched (cuSOLVER's documentation), so it is zeroed in the same launch, before the
+    # call, which gives torch's bits (its triu_ / tril_ zeroes it after the call).
+    # potrfBatched with uplo = upper writes the other triangle too (measured on the H200:
+    # it holds the mirror of the factor afterwards), so there the other triangle is zeroed
+    # after the call, as torch does
+    batched = api == "batched"
+    w, _, info = cuda_copy.column_major(
+        a, keep=None if batched else ("upper" if upper else "lower"), info=True)
     uplo, lda = _UPLO[bool(upper)], n
     batch = info.shape[0]
     ctx = bound(a.get_device())
@@ -248,6 +254,8 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         ptrs = _pointers(p0, step, batch, a.device)
         with ctx.cupy_stream():
             cs.potrfBatched(dt.prefix, ctx.solver, uplo, n, ptrs.data_ptr(), lda, i0, batch)
+        # L = w.mT: its lower triangle is w's upper one
+        (w.tril_() if upper else w.triu_())
     return w.mT, info
 
 

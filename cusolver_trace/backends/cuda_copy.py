@@ -197,7 +197,7 @@ def emulate(values, grid, block, itemsize: int):
     tests run it against torch's own copies, and :func:`run_on_host` carries it out on host
     memory (the backend's tests on CPU tensors).
     """
-    f = dict(zip(_ARG_FIELDS, values))
+    f = {k: int(v) for k, v in zip(_ARG_FIELDS, values)}
     zero = bytes(itemsize)
     one = np.array([f["one_lo"], f["one_hi"]], dtype=np.int64).tobytes()[:itemsize]
     shift = f["shift"]
@@ -272,29 +272,91 @@ def _driver():
     return _DRIVER
 
 
-def _source(x, r: int, c: int):
-    """``(tensor kept alive, address, batch stride, row stride, column stride)`` of ``x``
-    ``(..., r, c)`` in elements; conjugate / negative views resolved, batch dimensions that
-    do not merge into one stride copied (rare)."""
+def _plain(x) -> bool:
+    """Whether the kernel can read ``x`` (..., r, c) where it lies: no conjugate / negative
+    bit, and batch dimensions that merge into one stride."""
     if x.is_conj() or x.is_neg():
-        x = x.resolve_conj().resolve_neg()
+        return False
+    if x.dim() <= 3:
+        return True
+    try:
+        x.view(-1, *x.shape[-2:])
+    except RuntimeError:
+        return False
+    return True
+
+
+def _strides(x) -> tuple:
+    """``(batch stride, row stride, column stride)`` in elements of a plain ``x``."""
     if x.dim() == 2:
-        sr, sc = x.stride()
-        return x, x.data_ptr(), 0, sr, sc
-    if x.dim() > 3:
-        x = x.reshape(-1, r, c)
-    sb, sr, sc = x.stride()
-    return x, x.data_ptr(), sb, sr, sc
+        return (0, *x.stride())
+    if x.dim() == 3:
+        return x.stride()
+    return x.view(-1, *x.shape[-2:]).stride()
+
+
+class _Prepared:
+    """One kind of call (shapes, strides, dtype, what to copy, device), decided once: the
+    output shapes, the launch geometry and the struct with every field but the addresses."""
+
+    __slots__ = ("idx", "device", "dtype", "wa_shape", "wb_shape", "batch", "grid", "block",
+                 "template", "itemsize", "fn")
+
+    def __init__(self, a, b, keep, identity):
+        import torch
+
+        r, c = a.shape[-2:]
+        batch_shape = tuple(a.shape[:-2])
+        self.idx, self.device, self.dtype = a.get_device(), a.device, a.dtype
+        self.itemsize = a.element_size()
+        self.wa_shape = (*batch_shape, c, r)
+        self.wb_shape = None
+        k = c
+        if identity:
+            if r != c:
+                raise ValueError(f"an identity of a's shape needs square matrices, got {r} x {c}")
+            self.wb_shape = self.wa_shape
+        elif b is not None:
+            if b.shape[-2] != r or tuple(b.shape[:-2]) != batch_shape:
+                raise ValueError(f"b {tuple(b.shape)} does not match a {tuple(a.shape)}: same "
+                                 "batch shape and rows needed")
+            if b.dtype != a.dtype or b.device != a.device:
+                raise ValueError("b must have a's dtype and device")
+            k = b.shape[-1]
+            self.wb_shape = (*batch_shape, k, r)
+        self.batch = 1
+        for d in batch_shape:
+            self.batch *= d
+        self.grid = self.block = self.template = self.fn = None
+        if self.batch == 0 or r == 0 or c == 0:
+            return   # nothing to copy: no launch
+        mode = ALL if keep is None else (UPPER if keep == "upper" else LOWER)
+        jobs = [(0, *_strides(a), 0, r, c, mode)]
+        if identity:
+            jobs.append((0, 0, 0, 0, 0, r, c, IDENTITY))
+        elif b is not None and k > 0:
+            jobs.append((0, *_strides(b), 0, r, k, ALL))
+        self.grid, self.block, values = _pack(self.batch, jobs, 0, _ONE_BITS[
+            self.itemsize, a.is_complex()])
+        self.template = np.array(values, dtype=np.int64)
+        del torch
+
+
+_CALLS: dict = {}   # the key of a kind of call -> _Prepared
+# where the addresses go in the struct (see _ARG_FIELDS)
+_SRC0, _DST0, _SRC1, _DST1, _INFO = (_ARG_FIELDS.index(f) for f in ("src0", "dst0", "src1",
+                                                                    "dst1", "info"))
 
 
 def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
                  info: bool = False):
     """Column-major working copies of ``a`` and ``b`` (or an identity) and a zeroed ``info``,
-    in one kernel launch on torch's current stream of ``a``'s device (current).
+    in one kernel launch on torch's current stream of ``a``'s device.
 
     Parameters
     ----------
     a : torch.Tensor (..., r, c), CUDA, float32 / float64 / complex64 / complex128
+        Any strides; conjugate / negative views are resolved first.
     b : torch.Tensor (..., r, k), optional
         Same device, dtype and batch shape as ``a``.
     keep : {None, "upper", "lower"}
@@ -314,59 +376,69 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
     Raises
     ------
     ValueError
-        Both ``b`` and ``identity``, an unknown ``keep``, rows of ``b`` unlike ``a``'s.
+        Both ``b`` and ``identity``, an unknown ``keep``, a ``b`` unlike ``a`` (batch shape,
+        rows, dtype, device), an identity of non-square matrices.
+
+    Notes
+    -----
+    Each kind of call (shapes, strides, dtype, device, what is copied) is prepared once;
+    after that a call is the allocations, the addresses written into the argument struct
+    and the launch.
     """
+    key = (a.shape, a.stride(), a.dtype, a.get_device(), keep, identity,
+           None if b is None else (b.shape, b.stride(), b.dtype))
+    prep = _CALLS.get(key)
+    if prep is None:
+        if b is not None and identity:
+            raise ValueError("pass b or identity=True, not both")
+        if keep not in (None, "upper", "lower"):
+            raise ValueError(f"keep must be None, 'upper' or 'lower', got {keep!r}")
+        if not _plain(a) or (b is not None and not _plain(b)):
+            # resolved conjugate / negative bits or unmergeable batch dimensions: a copy the
+            # kernel can read (rare); each distinct input would otherwise fill the memo
+            if not _plain(a):
+                a = a.resolve_conj().resolve_neg().contiguous()
+            if b is not None and not _plain(b):
+                b = b.resolve_conj().resolve_neg().contiguous()
+            return column_major(a, b, keep=keep, identity=identity, info=info)
+        prep = _CALLS[key] = _Prepared(a, b, keep, identity)
+    elif a.is_conj() or a.is_neg() or (b is not None and (b.is_conj() or b.is_neg())):
+        # same shape and strides as a prepared call, but a bit the kernel does not apply
+        return column_major(a.resolve_conj().resolve_neg(),
+                            None if b is None else b.resolve_conj().resolve_neg(),
+                            keep=keep, identity=identity, info=info)
     import torch
 
-    if b is not None and identity:
-        raise ValueError("pass b or identity=True, not both")
-    if keep not in (None, "upper", "lower"):
-        raise ValueError(f"keep must be None, 'upper' or 'lower', got {keep!r}")
-    r, c = a.shape[-2:]
-    batch_shape = a.shape[:-2]
-    dev = a.device
-    wa = torch.empty((*batch_shape, c, r), dtype=a.dtype, device=dev)
-    wb = None
-    if identity:
-        wb = torch.empty((*batch_shape, c, r), dtype=a.dtype, device=dev)
-    elif b is not None:
-        if b.shape[-2] != r:
-            raise ValueError(f"b has {b.shape[-2]} rows, a has {r}")
-        wb = torch.empty((*b.shape[:-2], b.shape[-1], r), dtype=b.dtype, device=dev)
-    batch = 1
-    for d in batch_shape:
-        batch *= d
-    inf = torch.empty(batch, dtype=torch.int32, device=dev) if info else None
-    k = b.shape[-1] if b is not None else c
-    if batch == 0 or r == 0 or c == 0:
+    dev = prep.device
+    wa = torch.empty(prep.wa_shape, dtype=prep.dtype, device=dev)
+    wb = None if prep.wb_shape is None else torch.empty(prep.wb_shape, dtype=prep.dtype,
+                                                         device=dev)
+    inf = torch.empty(prep.batch, dtype=torch.int32, device=dev) if info else None
+    if prep.grid is None:   # empty
         if inf is not None:
             inf.zero_()
         return wa, wb, inf
-    keep_a, a_ptr, sb, sr, sc = _source(a, r, c)
-    mode = ALL if keep is None else (UPPER if keep == "upper" else LOWER)
-    jobs = [(a_ptr, sb, sr, sc, wa.data_ptr(), r, c, mode)]
-    keep_b = None
-    if identity:
-        jobs.append((0, 0, 0, 0, wb.data_ptr(), r, c, IDENTITY))
-    elif b is not None and k > 0:
-        keep_b, b_ptr, bb, br, bc = _source(b, r, k)
-        jobs.append((b_ptr, bb, br, bc, wb.data_ptr(), r, k, ALL))
-    itemsize = a.element_size()
-    grid, block, values = _pack(batch, jobs, 0 if inf is None else inf.data_ptr(),
-                                _ONE_BITS[itemsize, a.is_complex()])
-    idx = a.get_device()
+    buf, _ = _arg_buffer()
+    buf[:] = prep.template
+    buf[_SRC0] = a.data_ptr()
+    buf[_DST0] = wa.data_ptr()
+    if wb is not None:
+        buf[_DST1] = wb.data_ptr()
+        if b is not None:
+            buf[_SRC1] = b.data_ptr()
+    if inf is not None:
+        buf[_INFO] = inf.data_ptr()
+    idx = prep.idx
     if idx == current_device():
-        _launch(idx, itemsize, grid, block, values)
+        _launch(idx, prep.itemsize, prep.grid, prep.block, buf)
     else:  # the module and the launch belong to the tensor's device
         with torch.cuda.device(idx):
-            _launch(idx, itemsize, grid, block, values)
-    del keep_a, keep_b   # alive until after the launch (a reshaped copy is stream-ordered)
+            _launch(idx, prep.itemsize, prep.grid, prep.block, buf)
     return wa, wb, inf
 
 
 def _launch(idx: int, itemsize: int, grid, block, values) -> None:
-    """One ``cuLaunchKernel`` on torch's current stream of device ``idx`` (current)."""
-    buf, params = _arg_buffer()
-    buf[:] = values
+    """One ``cuLaunchKernel`` on torch's current stream of device ``idx`` (current), with
+    the struct already in this thread's argument buffer (``values`` is that buffer)."""
     _driver().launchKernel(_function(idx, itemsize), grid[0], grid[1], 1, block[0], 1, 1, 0,
-                           current_stream_ptr(idx), params, 0)
+                           current_stream_ptr(idx), _arg_buffer()[1], 0)

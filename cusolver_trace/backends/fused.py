@@ -1138,10 +1138,12 @@ def _operand(x):
     return x.contiguous(), "row_major"
 
 
-def _empty(torch, batch_shape, r, c, arr, like):
+def _empty(batch_shape, r, c, arr, like):
+    """The output, row- or column-major; ``Tensor.new_empty`` takes ``like``'s dtype and
+    device without parsing them again (about half the host time of ``torch.empty``)."""
     if arr == "row_major":
-        return torch.empty((*batch_shape, r, c), dtype=like.dtype, device=like.device)
-    return torch.empty((*batch_shape, c, r), dtype=like.dtype, device=like.device).mT
+        return like.new_empty((*batch_shape, r, c))
+    return like.new_empty((*batch_shape, c, r)).mT
 
 
 #: The kernel's argument struct (``FusedArgs`` in :data:`_KERNEL`), in field order.
@@ -1215,8 +1217,8 @@ def _run(op, x, b, upper, info_needed, batches_per_block, block, layout, pad=Non
     if prep is None:
         prep = _CALLS[memo] = _prepare(op, dtype, upper, in_a, in_b, layout, n, nrhs, idx,
                                        batches_per_block, block, pad, check)
-    out = _empty(torch, batch_shape, n, nrhs if op == "solve" else n, prep.out, x)
-    info = torch.empty(batch, dtype=torch.int32, device=x.device) if info_needed else None
+    out = _empty(batch_shape, n, nrhs if op == "solve" else n, prep.out, x)
+    info = x.new_empty(batch, dtype=torch.int32) if info_needed else None
     if batch == 0:
         return (out, info, None) if check else (out, info)
     if _context.current_device() != idx:

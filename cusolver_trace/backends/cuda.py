@@ -159,7 +159,7 @@ def work_copy(x: torch.Tensor) -> torch.Tensor:
     materialized, expanded inputs copied, the input never written). One launch of
     :func:`.cuda_copy.column_major` for the four dtypes of the routines, else one ``clone``."""
     if x.is_cuda and cuda_copy.supported(x.element_size(), x.is_complex()):
-        return cuda_copy.column_major(x)[0]
+        return cuda_copy.column_major(x)[0].mT
     return x.mT.clone(memory_format=torch.contiguous_format)
 
 
@@ -222,13 +222,13 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     # it holds the mirror of the factor afterwards), so there the other triangle is zeroed
     # after the call, as torch does
     batched = api == "batched"
-    w, _, info = cuda_copy.column_major(
+    L, _, info = cuda_copy.column_major(
         a, keep=None if batched else ("upper" if upper else "lower"), info=True)
     uplo, lda = _UPLO[bool(upper)], n
     batch = info.shape[0]
     ctx = bound(a.get_device())
-    isz = w.element_size()
-    p0, step, i0 = w.data_ptr(), n * n * isz, info.data_ptr()
+    isz = L.element_size()
+    p0, step, i0 = L.data_ptr(), n * n * isz, info.data_ptr()
     if api == "X":
         cdt = dt.cuda_data_type
         # torch asks for the workspace size with A = NULL on every call, and passes
@@ -254,9 +254,8 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
         ptrs = _pointers(p0, step, batch, a.device)
         with ctx.cupy_stream():
             cs.potrfBatched(dt.prefix, ctx.solver, uplo, n, ptrs.data_ptr(), lda, i0, batch)
-        # L = w.mT: its lower triangle is w's upper one
-        (w.tril_() if upper else w.triu_())
-    return w.mT, info
+        (L.triu_() if upper else L.tril_())
+    return L, info
 
 
 def _solve(c: torch.Tensor, b: torch.Tensor | None, upper: bool, api: str):
@@ -271,13 +270,13 @@ def _solve(c: torch.Tensor, b: torch.Tensor | None, upper: bool, api: str):
                          f"got nrhs = {k}")
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
-    wc, x, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
+    wc, X, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
     uplo, ld = _UPLO[bool(upper)], n
     batch = info.shape[0]
     ctx = bound(c.get_device())
     isz = wc.element_size()
     pc, sc = wc.data_ptr(), n * n * isz
-    px, sx, i0 = x.data_ptr(), n * k * isz, info.data_ptr()
+    px, sx, i0 = X.data_ptr(), n * k * isz, info.data_ptr()
     if api == "X":
         cdt = dt.cuda_data_type
         for i in range(batch):
@@ -293,7 +292,7 @@ def _solve(c: torch.Tensor, b: torch.Tensor | None, upper: bool, api: str):
         with ctx.cupy_stream():
             cs.potrsBatched(dt.prefix, ctx.solver, uplo, n, k, pa.data_ptr(), ld, pb.data_ptr(), ld,
                             i0, batch)
-    return x.mT, info
+    return X, info
 
 
 @on_tensor_device
@@ -334,7 +333,7 @@ def potri(c: torch.Tensor, upper: bool):
     work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
     for b in range(batch):
         cs.potri(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
-    return hermitian_from_triangle(w.mT, upper), info
+    return hermitian_from_triangle(w, upper), info
 
 
 @on_tensor_device
@@ -357,8 +356,7 @@ def trtri(c: torch.Tensor, upper: bool, unit_diagonal: bool = False):
     for b in range(batch):
         cs.Xtrtri(ctx.solver, uplo, diag, n, cdt, p0 + b * step, lda, work, dbytes, hptr, hbytes,
                   i0 + 4 * b)
-    out = w.mT
-    out = out.triu_() if upper else out.tril_()
+    out = w.triu_() if upper else w.tril_()
     if unit_diagonal:  # the diagonal is not referenced (LAPACK semantics): the inverse's is 1
         out.diagonal(dim1=-2, dim2=-1).fill_(1)
     return out, info
@@ -387,7 +385,7 @@ def _trsm(c: torch.Tensor, b: torch.Tensor | None, upper: bool, batched: bool):
     dt = _dtype(c.dtype)
     n, t = c.shape[-1], dt.prefix
     k = n if b is None else b.shape[-1]
-    wc, x, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
+    wc, X, info = cuda_copy.column_major(c, b, identity=b is None, info=True)
     ld, uplo = n, _UPLO[bool(upper)]
     ops = _trsm_ops(dt.is_complex, bool(upper))
     one = _one(t)
@@ -395,7 +393,7 @@ def _trsm(c: torch.Tensor, b: torch.Tensor | None, upper: bool, batched: bool):
     ctx = bound(c.get_device())
     isz = wc.element_size()
     pc, sc = wc.data_ptr(), n * n * isz
-    px, sx = x.data_ptr(), n * k * isz
+    px, sx = X.data_ptr(), n * k * isz
     if batched:
         pa, pb = _pointers(pc, sc, batch, c.device), _pointers(px, sx, batch, c.device)
         a_arr, b_arr = pa.data_ptr(), pb.data_ptr()
@@ -409,7 +407,7 @@ def _trsm(c: torch.Tensor, b: torch.Tensor | None, upper: bool, batched: bool):
                 for op in ops:
                     cb.trsm(t, ctx.blas, cb.LEFT, uplo, op, cb.NON_UNIT, n, k, one, pc + i * sc, ld,
                             px + i * sx, ld)
-    return x.mT, info
+    return X, info
 
 
 # --------------------------------------------------------------------------- cheap checks

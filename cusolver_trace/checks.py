@@ -76,8 +76,8 @@ def batch_max(per: torch.Tensor) -> BatchMax:
 def as_tensor(x, device=None) -> torch.Tensor:
     """A torch tensor of a supported dtype, without copying when avoidable.
 
-    numpy arrays become CPU tensors (``torch.from_numpy``; arrays with negative
-    strides or non-native byte order are copied first). Lazy conjugate/negative
+    numpy arrays become CPU tensors (``torch.from_numpy``; read-only arrays and arrays
+    with negative strides or non-native byte order are copied first). Lazy conjugate/negative
     views are resolved. ``device`` moves the result (used to bring a second
     operand to the first one's device).
 
@@ -87,7 +87,10 @@ def as_tensor(x, device=None) -> torch.Tensor:
         Unsupported dtype (see :func:`cusolver_trace._dtypes.dtype_info`).
     """
     if isinstance(x, np.ndarray):
-        if any(s < 0 for s in x.strides) or not x.dtype.isnative:
+        dtype_info(x.dtype)   # our TypeError before torch's (e.g. longdouble)
+        if any(s < 0 for s in x.strides) or not x.dtype.isnative or not x.flags.writeable:
+            # a copy torch can own: negative strides and foreign byte order it cannot view,
+            # and a read-only array it would view writable (its UserWarning)
             x = np.array(x, dtype=x.dtype.newbyteorder("="))
         x = torch.from_numpy(x)
     elif not isinstance(x, torch.Tensor):

@@ -387,7 +387,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
             fails_on_info: bool, factor_failed: bool, nonfinite_alike: bool,
             nonfinite: bool, nan_mismatches: int, rel_diff: float, tolerance: float,
             torch_passes: bool, replay_passes: bool, input_nonfinite: bool = False,
-            calls_differ: bool = False) -> str:
+            calls_differ: bool = False, exact_path: bool = True,
+            failures_agree: bool = False) -> str:
     """The verdict of one comparison, from facts already measured (pure).
 
     Parameters
@@ -423,6 +424,18 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     calls_differ : bool
         The call sequences were traced and differ on a path whose dispatch rule says the
         replay is exact (:attr:`CallSequences.counts_as_mismatch`): always ``MISMATCH``.
+    exact_path : bool
+        The dispatch rule says the replay runs torch's own routine (``TorchPath.bitwise``);
+        False where two different libraries run (the CPU's two LAPACKs, MAGMA).
+    failures_agree : bool
+        The same matrices fail on both sides (info non-zero), whatever minor each reports.
+        On a path that is not exact, two libraries may stop at different minors of a matrix
+        singular to working precision (different blocking): ``failed-alike``, not
+        ``MISMATCH``.
+
+    Both sides failing LAPACK's ratio while agreeing with each other within ``tolerance``
+    is ``failed-alike`` too: the input is at fault (a factor that is not A's), not the
+    replay.
 
     Returns
     -------
@@ -442,7 +455,7 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     if torch_raised:
         return "failed-alike" if info_agree else "MISMATCH"
     if info_failed and fails_on_info:
-        return "failed-alike" if info_agree else "MISMATCH"
+        return "failed-alike" if info_agree or (failures_agree and not exact_path) else "MISMATCH"
     if bitwise and info_agree:
         return "bitwise-equal"
     if not info_agree:
@@ -454,6 +467,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         return "failed-alike" if alike and rel_diff <= tolerance else "MISMATCH"
     if torch_passes and replay_passes and nan_mismatches == 0:
         return "within-tolerance"
+    if not torch_passes and not replay_passes and nan_mismatches == 0 and rel_diff <= tolerance:
+        return "failed-alike"
     return "MISMATCH"
 
 
@@ -658,7 +673,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 torch_passes=ts.ratio is not None and bool(checks.passes(ts.ratio)),
                 replay_passes=rs.ratio is not None and bool(checks.passes(rs.ratio)),
                 input_nonfinite=f.input_nonfinite,
-                calls_differ=calls is not None and calls.counts_as_mismatch)
+                calls_differ=calls is not None and calls.counts_as_mismatch,
+                exact_path=bool(path.bitwise),
+                failures_agree=[v != 0 for v in f.t_info] == [v != 0 for v in f.r_info])
     split = _time_split(ts, rs)
     notes = _notes(o, inputs, upper, path, run, f, ts, rs, calls)
     if preferred not in (None, "default") and device.type != "cuda":
@@ -939,6 +956,17 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
         notes.append("the input holds NaN / Inf where the op reads it: LAPACK leaves the result "
                      "unspecified, so the outputs are compared for bitwise equality only")
     notes += _failure_notes(o, inputs, f.t_info, f.r_info)
+    if (o.fails_on_info and not f.info_agree and not path.bitwise
+            and [v != 0 for v in f.t_info] == [v != 0 for v in f.r_info]):
+        notes.append("both sides fail on the same matrices but report different minors "
+                     f"(torch {f.t_info}, replay {f.r_info}): two different libraries run here, "
+                     "and on a matrix singular to working precision they may stop at different "
+                     "minors (different blocking); judged failed-alike")
+    if (ts.ratio is not None and rs.ratio is not None and not checks.passes(ts.ratio)
+            and not checks.passes(rs.ratio)):
+        notes.append(f"both sides fail LAPACK's {o.check_name} ratio ({ts.ratio:.3g} and "
+                     f"{rs.ratio:.3g}): the input does not satisfy what the op assumes (e.g. a "
+                     "factor that is not A's); the two results are compared with each other")
     fnote = _factor_failure_note(inputs, upper)
     if fnote:
         notes.append(fnote)

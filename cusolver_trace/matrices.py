@@ -72,8 +72,46 @@ class TestMatrix:
     L: torch.Tensor | None = None
 
 
+def _order(n) -> int:
+    """``n`` as a matrix order: an int >= 0 (TypeError / ValueError otherwise)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int >= 0, got {n!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return int(n)
+
+
 def _batch(batch) -> tuple[int, ...]:
-    return (batch,) if isinstance(batch, int) else tuple(batch)
+    """``batch`` (an int or a tuple of ints, each >= 0) as a tuple."""
+    dims = (batch,) if isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) \
+        else batch
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"batch must be an int or a tuple of ints, got {batch!r}") from None
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"batch must be an int or a tuple of ints, got {batch!r}")
+        if d < 0:
+            raise ValueError(f"batch dimensions must be >= 0, got {batch!r}")
+    return tuple(int(d) for d in dims)
+
+
+def _device(device) -> torch.device:
+    """``device`` as a torch device: cpu or cuda (ValueError), a visible GPU for cuda
+    (:class:`~cusolver_trace.errors.GPUUnavailableError` otherwise)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        from .errors import GPUUnavailableError
+
+        raise GPUUnavailableError(f"device {device!r}: no CUDA GPU is visible to torch "
+                                  f"{torch.__version__}")
+    return dev
 
 
 def _finish(A64: torch.Tensor, dtype, device) -> torch.Tensor:
@@ -85,8 +123,8 @@ def _finish(A64: torch.Tensor, dtype, device) -> torch.Tensor:
 def _sigma(n: int, cond: float, mode: str) -> torch.Tensor:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not cond >= 1:
-        raise ValueError(f"cond must be >= 1, got {cond}")
+    if not 1 <= cond < float("inf"):
+        raise ValueError(f"cond must be a finite number >= 1, got {cond}")
     t = torch.arange(n, dtype=torch.float64) / max(n - 1, 1)
     return cond ** -t if mode == "geometric" else 1 - t * (1 - 1 / cond)
 
@@ -125,12 +163,23 @@ def spd(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
 
     Raises
     ------
-    ValueError  cond < 1, unknown mode, n < 0.   TypeError  unsupported dtype.
+    ValueError
+        cond not a finite number >= 1, unknown mode, n or a batch dimension < 0, a device
+        other than cpu / cuda.
+    TypeError
+        Unsupported dtype; n or batch not ints.
+    cusolver_trace.errors.GPUUnavailableError
+        ``device`` is a CUDA device and no GPU is visible.
+
+    Examples
+    --------
+    >>> A = spd(3, batch=2, cond=10.0)
+    >>> A.shape, bool(torch.allclose(A, A.mT))
+    (torch.Size([2, 3, 3]), True)
     """
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    A = _spd64(n, _batch(batch), cond, mode, dtype_info(dtype).is_complex, seed)
-    return _finish(A, dtype, device)
+    n, dims, dev = _order(n), _batch(batch), _device(device)
+    A = _spd64(n, dims, cond, mode, dtype_info(dtype).is_complex, seed)
+    return _finish(A, dtype, dev)
 
 
 def lapack_test_matrix(kind: str, n: int, *, dtype="float64", seed: int = 0, batch=(),
@@ -158,10 +207,14 @@ def lapack_test_matrix(kind: str, n: int, *, dtype="float64", seed: int = 0, bat
 
     Raises
     ------
-    ValueError  unknown kind; n < 1 for a zero-* kind.
+    ValueError  unknown kind; n < 0, or n < 1 for a zero-* kind; a batch dimension < 0;
+                a device other than cpu / cuda.
+    TypeError   unsupported dtype; n or batch not ints.
     """
     if kind not in LAPACK_TYPES:
         raise ValueError(f"unknown LAPACK test type {kind!r}; choose from {', '.join(LAPACK_TYPES)}")
+    n, batch = _order(n), _batch(batch)
+    _device(device)
     info = dtype_info(dtype)
     prec = 2 * info.lapack_eps
     small = 0.25 * float(np.finfo(info.real_name).tiny) / prec
@@ -752,7 +805,7 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
     ValueError  unknown kind, key, value or LAPACK type (the message lists the forms).
     """
     # strict and case-sensitive, like every other value: kinds, keys and names are lower case
-    kind, colon, arg = spec.strip().partition(":")
+    kind, colon, arg = spec.partition(":")
 
     def bad(why):
         return ValueError(f"bad --matrix {spec!r}: {why}; expected {_SPEC_HELP}")
@@ -791,7 +844,7 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
         params["path"] = arg
     else:
         raise bad(f"unknown kind {kind!r}")
-    return MatrixSpec(kind, params, spec.strip())
+    return MatrixSpec(kind, params, spec)
 
 
 def achieved_cond(A) -> BatchMax:

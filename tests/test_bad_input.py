@@ -35,7 +35,7 @@ def test_uplo_is_parsed_strictly(text, upper, tmp_path):
     assert json.loads(out.read_text())[0]["spec"]["upper"] is upper
 
 
-@pytest.mark.parametrize("text", ["up", "foo", "", "lower,", "upperr", "1"])
+@pytest.mark.parametrize("text", ["up", "foo", "", "lower,", "upperr", "1", " lower", "upper "])
 def test_uplo_rejects_what_it_does_not_understand(text, capsys):
     with pytest.raises(SystemExit) as e:
         main(["compare", "--op", "cholesky", "--n", "8", "--uplo", text])
@@ -498,3 +498,32 @@ def test_a_reader_that_goes_away_is_141_not_mismatch(tmp_path):
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
     assert "Traceback" not in done.stderr
+
+
+def test_compare_reads_a_read_only_numpy_array_without_torchs_warning():
+    import warnings
+
+    import numpy as np
+
+    import cusolver_trace as ct
+    from cusolver_trace.matrices import spd
+
+    A = spd(4).numpy()
+    A.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = ct.compare("cholesky", A, timing=False, provenance=False)
+    assert c.verdict in ("bitwise-equal", "within-tolerance") and not A.flags.writeable
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        ct.compare("cholesky", np.eye(3, dtype=np.longdouble), timing=False, provenance=False)
+
+
+@pytest.mark.parametrize("flag", [("--device", " cpu"), ("--matrix", " random"), ("--device", "cpu ")])
+def test_device_and_matrix_refuse_surrounding_spaces_like_every_other_value(flag, capsys):
+    code = None
+    try:
+        code = main(["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", *flag])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    assert flag[1] in capsys.readouterr().err

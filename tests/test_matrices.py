@@ -265,3 +265,33 @@ def test_achieved_cond():
     c = M.achieved_cond(np.stack([np.diag([1.0, 0.5]), np.diag([4.0, 0.0])]))
     assert c.per_matrix.tolist() == [2.0, math.inf] and c == math.inf
     assert M.achieved_cond(torch.zeros(0, 0)) == 1.0
+
+
+@pytest.mark.parametrize("kw, err", [
+    (dict(n=4, batch=-1), ValueError), (dict(n=4, batch=(2, -1)), ValueError),
+    (dict(n=-1), ValueError), (dict(n=2.5), TypeError), (dict(n=True), TypeError),
+    (dict(n=4, batch=1.5), TypeError), (dict(n=4, batch="2"), TypeError),
+    (dict(n=4, device="bogus"), ValueError), (dict(n=4, device="mps"), ValueError),
+    (dict(n=4, cond=float("inf")), ValueError), (dict(n=4, cond=float("nan")), ValueError),
+    (dict(n=4, cond=0.5), ValueError),
+])
+def test_spd_refuses_bad_arguments_with_documented_errors(kw, err):
+    from cusolver_trace.matrices import spd
+
+    n = kw.pop("n")
+    with pytest.raises(err):
+        spd(n, **kw)
+
+
+def test_spd_on_a_missing_gpu_and_lapack_matrix_with_negative_n():
+    import torch
+
+    from cusolver_trace.errors import GPUUnavailableError
+    from cusolver_trace.matrices import lapack_test_matrix, spd
+
+    if not torch.cuda.is_available():
+        with pytest.raises(GPUUnavailableError):
+            spd(4, device="cuda")
+    with pytest.raises(ValueError):
+        lapack_test_matrix("ill", -2)
+    assert spd(3, batch=(2, 1)).shape == (2, 1, 3, 3)

@@ -100,10 +100,11 @@ _UPLO = {"l": False, "lower": False, "u": True, "upper": True}
 
 
 def uplo(text: str) -> bool:
-    """``L`` / ``U`` / ``lower`` / ``upper`` in any case → ``upper`` (bool); else an error.
+    """``L`` / ``U`` / ``lower`` / ``upper`` in any case → ``upper`` (bool); else an error
+    (surrounding spaces too, as for every other value).
 
     The one place the command line turns a fill mode into the ``upper`` flag."""
-    key = str(text).strip().lower()
+    key = str(text).lower()
     if key not in _UPLO:
         raise argparse.ArgumentTypeError(f"expected L, U, lower or upper, got {text!r}")
     return _UPLO[key]
@@ -141,7 +142,7 @@ def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
             print(f"cusolver-trace: a GPU is visible but the raw cuSOLVER layer is not usable "
                   f"({why}); running on the CPU", file=sys.stderr)
         return device
-    text = str(arg).strip()
+    text = str(arg)
     if text == "cpu":
         return "cpu"
     if text == "cuda":

@@ -638,6 +638,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     if isinstance(trace_timeout, bool) or not isinstance(trace_timeout, (int, float)) \
             or not 0 < trace_timeout < float("inf"):
         raise ValueError(f"trace_timeout must be a positive number of seconds, got {trace_timeout!r}")
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (repeat, warmup)):
+        raise ValueError(f"repeat and warmup must be ints >= 0, got repeat={repeat!r} "
+                         f"warmup={warmup!r}")
     if int(repeat) < 0 or int(warmup) < 0:
         raise ValueError(f"repeat and warmup must be >= 0, got repeat={repeat} warmup={warmup}")
     if preferred not in (None, "default", "cusolver", "magma"):

@@ -219,3 +219,14 @@ def test_the_cli_choices_come_from_the_registry(toy, capsys):
     assert e.value.code == 2
     sweep_ops = parser._subparsers._group_actions[0].choices["sweep"]
     assert "spd_inverse" in sweep_ops.format_help() and "toy_trtri" in sweep_ops.format_help()
+
+
+@pytest.mark.parametrize("kw", [dict(device="gpu"), dict(preferred="foo"), dict(n=-1),
+                                dict(batch=1.5), dict(n=True), dict(nrhs=-2)])
+def test_torch_path_refuses_what_it_does_not_understand(kw):
+    from cusolver_trace import ops
+
+    args = dict(batch=1, n=4)
+    args.update(kw)
+    with pytest.raises(ValueError):
+        ops.get("cholesky_solve").torch_path(**args)

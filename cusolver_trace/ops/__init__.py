@@ -25,6 +25,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numpy as np
+
 __all__ = ["Op", "OpError", "DispatchRule", "When", "Inputs", "Method", "TorchPath", "register",
            "unregister", "get", "all_ops", "names", "prepare_inputs", "parse_version",
            "preferred_library", "current_preference", "ANY", "UP_TO_2_11", "FROM_2_12",
@@ -374,10 +376,23 @@ class Op:
         ------
         OpError
             The op has no dispatch table, or no row matches.
+        ValueError
+            batch, n or nrhs not an int >= 0; a device other than cuda / cpu; an unknown
+            ``preferred``.
+        TypeError
+            Unsupported dtype.
         """
         from .._dtypes import dtype_info
 
         self.require_replay()
+        for what, v in (("batch", batch), ("n", n), ("nrhs", 0 if nrhs is None else nrhs)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{what} must be an int >= 0, got {v!r}")
+        if str(device).split(":")[0] not in ("cuda", "cpu"):
+            raise ValueError(f"device must be 'cuda' or 'cpu' (or 'cuda:N'), got {device!r}")
+        if preferred not in (None, "default", "cusolver", "magma"):
+            raise ValueError(f"preferred must be 'default', 'cusolver' or 'magma', got "
+                             f"{preferred!r}")
         t = dtype_info(dtype).prefix
 
         def fmt(calls):

@@ -478,7 +478,8 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
     a, b = names
     (te, re_), (tg, rg), (th, rh) = event_ms, gpu_ms, host_ms
     if not (_ok(te) and _ok(re_)):
-        return TimeSplit("not-timed", f"time: not measured ({why_no_event or 'no event times'})")
+        return TimeSplit("not-timed", f"time: {why_no_event}" if why_no_event
+                         else "time: not measured (no event times)")
     d = re_ - te
     ratio = re_ / te if te > 0 else None
     head = f"{b}/{a} {ratio:.3g}" if ratio is not None else f"{b} − {a} {_signed(d)} ms"

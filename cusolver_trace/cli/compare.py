@@ -109,7 +109,7 @@ def run(args) -> int:
                         B = torch.randn(*A.shape[:-1], args.nrhs or 1, generator=g,
                                         dtype=torch.float64).to(A.dtype).to(device)
                     c = compare(op.name, A, B, upper=upper, preferred=args.preferred,
-                                repeat=args.repeat, warmup=args.warmup, timing=args.repeat > 0,
+                                repeat=args.repeat, warmup=args.warmup, timing=True,
                                 matrix=spec.describe(), seed=args.seed, trace=args.trace,
                                 trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout)
                     results.append(c)

@@ -527,3 +527,11 @@ def test_device_and_matrix_refuse_surrounding_spaces_like_every_other_value(flag
         code = e.code
     assert code == 2
     assert flag[1] in capsys.readouterr().err
+
+
+def test_compare_names_a_non_square_factor_not_an_a_never_passed():
+    import cusolver_trace as ct
+
+    with pytest.raises(ValueError, match=r"factor must have shape \(\.\.\., n, n\), got \(2, 3\)"):
+        ct.compare("cholesky_inverse", factor=torch.zeros(2, 3, dtype=torch.float64),
+                   timing=False, provenance=False)

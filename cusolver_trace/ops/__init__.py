@@ -582,6 +582,8 @@ def prepare_inputs(op: Op, A=None, B=None, *, factor=None, upper: bool = False, 
     if factor is not None:
         if op.matrix != "factor":
             raise OpError(f"factor= is for ops on a Cholesky factor; {op.name} takes A")
+        if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2]:
+            raise ValueError(f"factor must have shape (..., n, n), got {tuple(factor.shape)}")
         F = factor.triu() if upper else factor.tril()
         if A is None:
             A = F.mH @ F if upper else F @ F.mH

@@ -6,9 +6,11 @@ its library calls on the same inputs, device and stream, and reports:
 * the verdict (:func:`verdict`, a pure function) — ``bitwise-equal`` (every bit of
   every output equal, info equal; identical non-finite outputs included),
   ``within-tolerance`` (not bitwise, but both sides pass LAPACK's ratio test, < 30,
-  and agree on info), ``failed-alike`` (both report the same failing ``info``, or both
-  return non-finite values at the same places: LAPACK leaves such contents
-  unspecified, and they are not compared) or ``MISMATCH`` (anything else);
+  and agree on info; only where the replay runs another library than torch: where it runs
+  torch's own routine, other bits are a ``MISMATCH``), ``failed-alike`` (both report the
+  same failing ``info`` — and the other matrices of the batch agree — or both return
+  non-finite values at the same places: LAPACK leaves such contents unspecified, and they
+  are not compared) or ``MISMATCH`` (anything else);
 * differences: max |Δ|, max ULP distance, ‖Δ‖_F / ‖torch‖_F, NaN placement;
 * accuracy of each side: the op's LAPACK ratio (pot01 / pot02 / pot03 with LAPACK's
   eps, on the triangle the op reads), non-finite counts, asymmetry of an inverse;
@@ -387,8 +389,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
             fails_on_info: bool, factor_failed: bool, nonfinite_alike: bool,
             nonfinite: bool, nan_mismatches: int, rel_diff: float, tolerance: float,
             torch_passes: bool, replay_passes: bool, input_nonfinite: bool = False,
-            calls_differ: bool = False, exact_path: bool = True,
-            failures_agree: bool = False) -> str:
+            calls_differ: bool = False, exact_path: bool = False,
+            failures_agree: bool = False, healthy_agree: bool = True) -> str:
     """The verdict of one comparison, from facts already measured (pure).
 
     Parameters
@@ -425,13 +427,19 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         The call sequences were traced and differ on a path whose dispatch rule says the
         replay is exact (:attr:`CallSequences.counts_as_mismatch`): always ``MISMATCH``.
     exact_path : bool
-        The dispatch rule says the replay runs torch's own routine (``TorchPath.bitwise``);
-        False where two different libraries run (the CPU's two LAPACKs, MAGMA).
+        The dispatch rule says the replay runs torch's own routine (``TorchPath.bitwise``):
+        then a result that is not bitwise equal is a ``MISMATCH`` (where LAPACK specifies
+        it); False (the default) where two different libraries run (the CPU's two LAPACKs,
+        MAGMA), judged by LAPACK's ratios.
     failures_agree : bool
         The same matrices fail on both sides (info non-zero), whatever minor each reports.
         On a path that is not exact, two libraries may stop at different minors of a matrix
         singular to working precision (different blocking): ``failed-alike``, not
         ``MISMATCH``.
+    healthy_agree : bool
+        Where some matrices of a batch fail (``fails_on_info``), the ones that succeeded on
+        both sides agree (bitwise on an exact path, both pass LAPACK's ratio otherwise);
+        False makes the verdict ``MISMATCH``.
 
     Both sides failing LAPACK's ratio while agreeing with each other within ``tolerance``
     is ``failed-alike`` too: the input is at fault (a factor that is not A's), not the
@@ -455,7 +463,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     if torch_raised:
         return "failed-alike" if info_agree else "MISMATCH"
     if info_failed and fails_on_info:
-        return "failed-alike" if info_agree or (failures_agree and not exact_path) else "MISMATCH"
+        failed_alike = info_agree or (failures_agree and not exact_path)
+        return "failed-alike" if failed_alike and healthy_agree else "MISMATCH"
     if bitwise and info_agree:
         return "bitwise-equal"
     if not info_agree:
@@ -465,6 +474,8 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     if factor_failed or nonfinite:
         alike = nan_mismatches == 0 and (nonfinite_alike if nonfinite else True)
         return "failed-alike" if alike and rel_diff <= tolerance else "MISMATCH"
+    if exact_path:   # the same routine on the same input, yet other bits
+        return "MISMATCH"
     if torch_passes and replay_passes and nan_mismatches == 0:
         return "within-tolerance"
     if not torch_passes and not replay_passes and nan_mismatches == 0 and rel_diff <= tolerance:
@@ -678,7 +689,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 input_nonfinite=f.input_nonfinite,
                 calls_differ=calls is not None and calls.counts_as_mismatch,
                 exact_path=bool(path.bitwise),
-                failures_agree=[v != 0 for v in f.t_info] == [v != 0 for v in f.r_info])
+                failures_agree=[v != 0 for v in f.t_info] == [v != 0 for v in f.r_info],
+                healthy_agree=_healthy_members_agree(o, inputs, upper, run, f,
+                                                     bool(path.bitwise)) is not False)
     split = _time_split(ts, rs)
     notes = _notes(o, inputs, upper, path, run, f, ts, rs, calls)
     if preferred not in (None, "default") and device.type != "cuda":
@@ -931,6 +944,27 @@ def _facts(o, inputs, upper, run: _Run) -> _Facts:
     return f
 
 
+def _healthy_members_agree(o, inputs, upper, run: _Run, f: _Facts, exact: bool) -> bool | None:
+    """Where some matrices of a batch fail (``fails_on_info``: their contents are
+    unspecified), whether the ones with info 0 on both sides agree: bitwise on an exact
+    path, both sides passing the op's LAPACK ratio otherwise. None: nothing to compare."""
+    if not (f.info_failed and o.fails_on_info) or run.t_error is not None or run.t_out is None:
+        return None
+    ok = [i for i, (a, b) in enumerate(zip(f.t_info, f.r_info)) if a == 0 and b == 0]
+    if not ok or inputs.batch <= 1:
+        return None
+    import torch
+
+    def rows(t):
+        return None if t is None else t.reshape(-1, *t.shape[-2:])[torch.tensor(ok)]
+
+    t, r = rows(run.t_out), rows(run.r_out)
+    if exact:
+        return checks.bitwise_equal(t, r)
+    sub = ops.Inputs(rows(inputs.A), rows(inputs.x), rows(inputs.B))
+    return bool(checks.passes(o.check(sub, t, upper))) and bool(checks.passes(o.check(sub, r, upper)))
+
+
 def _side(o, name, inputs, upper, out, info, f: _Facts, run: _Run) -> Side:
     """One side's report: the op's LAPACK ratio where it applies, info, non-finite count,
     asymmetry (Hermitian results) and timing."""
@@ -965,6 +999,10 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
                      f"(torch {f.t_info}, replay {f.r_info}): two different libraries run here, "
                      "and on a matrix singular to working precision they may stop at different "
                      "minors (different blocking); judged failed-alike")
+    if _healthy_members_agree(o, inputs, upper, run, f, bool(path.bitwise)) is False:
+        notes.append("the matrices of the batch that factored on both sides do not agree ("
+                     + ("not bitwise equal, where the replay runs torch's own routine)"
+                        if path.bitwise else "a side fails LAPACK's ratio on them)"))
     if (ts.ratio is not None and rs.ratio is not None and not checks.passes(ts.ratio)
             and not checks.passes(rs.ratio)):
         notes.append(f"both sides fail LAPACK's {o.check_name} ratio ({ts.ratio:.3g} and "

@@ -443,3 +443,41 @@ def test_compare_cpu_singular_float32_and_a_foreign_factor_are_failed_alike():
                 timing=False, provenance=False)
     assert c.verdict == "failed-alike"
     assert any("both sides fail LAPACK's pot03 ratio" in n for n in c.notes)
+
+
+def test_verdict_exact_path_not_bitwise_is_a_mismatch():
+    """Where the replay runs torch's own routine, other bits are a MISMATCH even when both
+    sides pass LAPACK's ratio (a wrong dispatch row would only change the rounding)."""
+    kw = dict(bitwise=False, info_agree=True, info_failed=False, torch_raised=False,
+              fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=False,
+              nan_mismatches=0, rel_diff=1e-15, tolerance=1e-13)
+    assert verdict(**kw, torch_passes=True, replay_passes=True) == "within-tolerance"
+    assert verdict(**kw, torch_passes=True, replay_passes=True, exact_path=True) == "MISMATCH"
+    assert verdict(**kw, torch_passes=False, replay_passes=False, exact_path=True) == "MISMATCH"
+    assert verdict(**{**kw, "bitwise": True}, torch_passes=True, replay_passes=True,
+                   exact_path=True) == "bitwise-equal"
+
+
+def test_compare_judges_the_healthy_members_of_a_batch_with_a_failing_one(monkeypatch):
+    """One matrix of the batch is not positive definite: the others are still compared, so a
+    replay that corrupts them is a MISMATCH, not failed-alike."""
+    import torch
+
+    from cusolver_trace.backends import cpu as cpub
+
+    A = spd(4, batch=3)
+    A[1] = -A[1]
+    c = compare("cholesky", A, timing=False, provenance=False)
+    assert c.verdict == "failed-alike" and c.torch.info == c.replay.info
+    real = cpub.potrf
+
+    def corrupting(x, upper):
+        out, info = real(x, upper)
+        out = out.copy()
+        out[0] *= 2
+        return out, info
+
+    monkeypatch.setattr(cpub, "potrf", corrupting)
+    c = compare("cholesky", A, timing=False, provenance=False)
+    assert c.verdict == "MISMATCH"
+    assert torch.equal(A[1], -spd(4, batch=3)[1])   # the input was left as it was

@@ -193,6 +193,17 @@ def test_column_major_argument_errors(host):
         cc.column_major(x, torch.zeros(2, 1, dtype=torch.float64))
     with pytest.raises(ValueError, match="square"):
         cc.column_major(torch.zeros(2, 3), identity=True)
+    with pytest.raises(ValueError, match="no columns"):
+        cc.column_major(torch.zeros(2, 3, 0), torch.zeros(2, 3, 2))
+
+
+def test_column_major_checks_b_again_when_only_its_device_differs(host, monkeypatch):
+    """The memo key holds b's device: a b like a prepared one but elsewhere is checked again."""
+    a, b = torch.zeros(3, 3), torch.zeros(3, 2)
+    cc.column_major(a, b)
+    other = torch.zeros(3, 2, device="meta")
+    with pytest.raises(ValueError, match="dtype and device"):
+        cc.column_major(a, other)
 
 
 def test_column_major_prepares_each_kind_of_call_once(host):

@@ -321,6 +321,11 @@ class _Prepared:
             if b.dtype != a.dtype or b.device != a.device:
                 raise ValueError("b must have a's dtype and device")
             k = b.shape[-1]
+            if c == 0 and k > 0 and r > 0:
+                # the launch copies b as the second job of a's: a without columns would leave
+                # it unwritten (no backend routine asks for this: their a is square)
+                raise ValueError(f"a {tuple(a.shape)} has no columns but b {tuple(b.shape)} "
+                                 "has entries")
             self.wb_shape, self.wb_stride = column_major_layout(batch_shape, r, k)
         self.batch = 1
         for d in batch_shape:
@@ -402,7 +407,7 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
     and the launch.
     """
     key = (a.shape, a.stride(), a.dtype, a.get_device(), keep, identity,
-           None if b is None else (b.shape, b.stride(), b.dtype))
+           None if b is None else (b.shape, b.stride(), b.dtype, b.device))
     prep = _CALLS.get(key)
     if prep is None:
         if b is not None and identity:

@@ -437,8 +437,9 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
         singular to working precision (different blocking): ``failed-alike``, not
         ``MISMATCH``.
     healthy_agree : bool
-        Where some matrices of a batch fail (``fails_on_info``), the ones that succeeded on
-        both sides agree (bitwise on an exact path, both pass LAPACK's ratio otherwise);
+        Where some matrices of a batch leave the result unspecified (a failing info for
+        ``fails_on_info``, or non-finite input), the others agree (bitwise on an exact path;
+        otherwise bitwise, non-finite at the same places, or both passing LAPACK's ratio);
         False makes the verdict ``MISMATCH``.
 
     Both sides failing LAPACK's ratio while agreeing with each other within ``tolerance``
@@ -470,7 +471,7 @@ def verdict(*, bitwise: bool, info_agree: bool, info_failed: bool, torch_raised:
     if not info_agree:
         return "MISMATCH"
     if input_nonfinite:
-        return "failed-alike"
+        return "failed-alike" if healthy_agree else "MISMATCH"
     if factor_failed or nonfinite:
         alike = nan_mismatches == 0 and (nonfinite_alike if nonfinite else True)
         return "failed-alike" if alike and rel_diff <= tolerance else "MISMATCH"
@@ -945,22 +946,39 @@ def _facts(o, inputs, upper, run: _Run) -> _Facts:
 
 
 def _healthy_members_agree(o, inputs, upper, run: _Run, f: _Facts, exact: bool) -> bool | None:
-    """Where some matrices of a batch fail (``fails_on_info``: their contents are
-    unspecified), whether the ones with info 0 on both sides agree: bitwise on an exact
-    path, both sides passing the op's LAPACK ratio otherwise. None: nothing to compare."""
-    if not (f.info_failed and o.fails_on_info) or run.t_error is not None or run.t_out is None:
-        return None
-    ok = [i for i, (a, b) in enumerate(zip(f.t_info, f.r_info)) if a == 0 and b == 0]
-    if not ok or inputs.batch <= 1:
+    """Where some matrices of a batch leave the result unspecified (a failing ``info`` for
+    ``fails_on_info`` ops, or NaN / Inf where the op reads its input), whether the others
+    (info 0 on both sides, finite input) agree: equal bits; else, on a path that is not
+    exact, non-finite values at the same places or both sides passing the op's LAPACK
+    ratio. None: nothing to compare (no such member, or a batch of one)."""
+    if not ((f.info_failed and o.fails_on_info) or f.input_nonfinite) or inputs.batch <= 1 \
+            or run.t_error is not None or run.t_out is None or run.r_out is None:
         return None
     import torch
 
+    def per_member(t):
+        return t.reshape(-1, *t.shape[-2:])
+
+    tri = inputs.x.triu() if upper else inputs.x.tril()
+    finite = torch.isfinite(per_member(tri)).flatten(1).all(1)
+    if inputs.B is not None:
+        finite &= torch.isfinite(per_member(inputs.B)).flatten(1).all(1)
+    ok = [i for i, (a, b) in enumerate(zip(f.t_info, f.r_info))
+          if a == 0 and b == 0 and bool(finite[i])]
+    if not ok:
+        return None
+    idx = torch.tensor(ok)
+
     def rows(t):
-        return None if t is None else t.reshape(-1, *t.shape[-2:])[torch.tensor(ok)]
+        return None if t is None else per_member(t)[idx]
 
     t, r = rows(run.t_out), rows(run.r_out)
+    if checks.bitwise_equal(t, r):
+        return True
     if exact:
-        return checks.bitwise_equal(t, r)
+        return False
+    if checks.nonfinite_count(t) or checks.nonfinite_count(r):
+        return checks.nan_mismatches(t, r) == 0 and _nonfinite_alike(t, r)
     sub = ops.Inputs(rows(inputs.A), rows(inputs.x), rows(inputs.B))
     return bool(checks.passes(o.check(sub, t, upper))) and bool(checks.passes(o.check(sub, r, upper)))
 
@@ -1000,7 +1018,8 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
                      "and on a matrix singular to working precision they may stop at different "
                      "minors (different blocking); judged failed-alike")
     if _healthy_members_agree(o, inputs, upper, run, f, bool(path.bitwise)) is False:
-        notes.append("the matrices of the batch that factored on both sides do not agree ("
+        notes.append("the matrices of the batch whose result LAPACK specifies (info 0 on both "
+                     "sides, finite input) do not agree ("
                      + ("not bitwise equal, where the replay runs torch's own routine)"
                         if path.bitwise else "a side fails LAPACK's ratio on them)"))
     if (ts.ratio is not None and rs.ratio is not None and not checks.passes(ts.ratio)

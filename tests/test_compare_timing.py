@@ -481,3 +481,39 @@ def test_compare_judges_the_healthy_members_of_a_batch_with_a_failing_one(monkey
     c = compare("cholesky", A, timing=False, provenance=False)
     assert c.verdict == "MISMATCH"
     assert torch.equal(A[1], -spd(4, batch=3)[1])   # the input was left as it was
+
+
+@pytest.mark.parametrize("op", ["cholesky_inverse", "cholesky_solve"])
+def test_compare_judges_the_finite_members_beside_one_with_nan_input(op, monkeypatch):
+    """NaN in one member's factor leaves that member unspecified, not the batch: a replay
+    that corrupts another member is a MISMATCH."""
+    import torch
+
+    A = spd(5, batch=3)
+    L = torch.linalg.cholesky(A)
+    L[1, 2, 1] = float("nan")
+    B = torch.randn(3, 5, 2, dtype=torch.float64) if op == "cholesky_solve" else None
+    assert compare(op, A, B, factor=L, timing=False, provenance=False).verdict == "failed-alike"
+    from cusolver_trace.backends import cpu as cpub
+
+    name = "potri" if op == "cholesky_inverse" else "potrs"   # what the op's CPU replay calls
+    real = getattr(cpub, name)
+
+    def corrupting(*args):
+        out, info = real(*args)
+        out = out.copy()
+        out[0] *= 1000
+        return out, info
+
+    monkeypatch.setattr(cpub, name, corrupting)
+    assert compare(op, A, B, factor=L, timing=False, provenance=False).verdict == "MISMATCH"
+
+
+def test_compare_a_failing_member_beside_one_with_an_infinite_pivot_is_failed_alike():
+    import torch
+
+    A = spd(4, batch=2, seed=2).clone()
+    A[0] = -A[0]
+    A[1, 0, 0] = float("inf")
+    c = compare("cholesky", A, timing=False, provenance=False)
+    assert c.verdict == "failed-alike" and torch.isinf(A[1, 0, 0])

@@ -517,3 +517,27 @@ def test_compare_a_failing_member_beside_one_with_an_infinite_pivot_is_failed_al
     A[1, 0, 0] = float("inf")
     c = compare("cholesky", A, timing=False, provenance=False)
     assert c.verdict == "failed-alike" and torch.isinf(A[1, 0, 0])
+
+
+def test_compare_one_library_failing_a_numerically_singular_minor_is_failed_alike(monkeypatch):
+    """Two LAPACKs: one fails a matrix singular to float32 precision, the other passes a
+    pivot at the rounding level: failed-alike (exit 0). A failure reported where the other
+    side's pivot is healthy stays a MISMATCH."""
+    import numpy as np
+
+    from cusolver_trace.backends import cpu as cpub
+
+    assert main(["compare", "--op", "cholesky", "--matrix", "random:cond=1e9", "--dtype",
+                 "float32", "--batch", "3", "--n", "16", "--seed", "1", "--repeat", "0"]) == 0
+    A = spd(6, batch=3, cond=10.0)
+    assert compare("cholesky", A, timing=False, provenance=False).verdict != "MISMATCH"
+    real = cpub.potrf
+
+    def failing_a_healthy_matrix(x, upper):
+        out, info = real(x, upper)
+        info = np.array(info, copy=True)
+        info.reshape(-1)[1] = 3      # claims minor 3 of a well-conditioned matrix fails
+        return out, info
+
+    monkeypatch.setattr(cpub, "potrf", failing_a_healthy_matrix)
+    assert compare("cholesky", A, timing=False, provenance=False).verdict == "MISMATCH"

@@ -677,6 +677,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         run.why_not_timed = "not timed (repeat = 0)" if timing else "not timed (timing=False)"
     calls = _trace_sides(o, inputs, upper, path, preferred, trace_timeout) if trace else None
     f = _facts(o, inputs, upper, run)
+    f.failures_alike = _failures_alike(o, inputs, run, f)
+    f.healthy = _healthy_members_agree(o, inputs, upper, run, f, bool(path.bitwise))
     ts = _side(o, "torch", inputs, upper, run.t_out, f.t_info, f, run)
     rs = _side(o, "replay", inputs, upper, run.r_out, f.r_info, f, run)
     v = verdict(bitwise=f.bitwise, info_agree=f.info_agree, info_failed=f.info_failed,
@@ -690,9 +692,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                 input_nonfinite=f.input_nonfinite,
                 calls_differ=calls is not None and calls.counts_as_mismatch,
                 exact_path=bool(path.bitwise),
-                failures_agree=_failures_alike(o, inputs, run, f),
-                healthy_agree=_healthy_members_agree(o, inputs, upper, run, f,
-                                                     bool(path.bitwise)) is not False)
+                failures_agree=f.failures_alike, healthy_agree=f.healthy is not False)
     split = _time_split(ts, rs)
     notes = _notes(o, inputs, upper, path, run, f, ts, rs, calls)
     if preferred not in (None, "default") and device.type != "cuda":
@@ -915,6 +915,8 @@ class _Facts:
     rel_diff: float | None = None
     nonfinite: bool = False
     alike: bool = False
+    failures_alike: bool = False    # :func:`_failures_alike`
+    healthy: bool | None = None     # :func:`_healthy_members_agree`
 
 
 def _facts(o, inputs, upper, run: _Run) -> _Facts:
@@ -1041,14 +1043,13 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
         notes.append("the input holds NaN / Inf where the op reads it: LAPACK leaves the result "
                      "unspecified, so the outputs are compared for bitwise equality only")
     notes += _failure_notes(o, inputs, f.t_info, f.r_info)
-    if (o.fails_on_info and not f.info_agree and not path.bitwise
-            and _failures_alike(o, inputs, run, f)):
+    if o.fails_on_info and not f.info_agree and not path.bitwise and f.failures_alike:
         notes.append("the two sides report different failures (info torch "
                      f"{f.t_info}, replay {f.r_info}): two different libraries run here, and on "
                      "a matrix singular to working precision they may stop at different minors, "
                      "or one may pass a pivot at the rounding level that the other rejects "
                      "(different blocking); judged failed-alike")
-    if _healthy_members_agree(o, inputs, upper, run, f, bool(path.bitwise)) is False:
+    if f.healthy is False:
         notes.append("the matrices of the batch whose result LAPACK specifies (info 0 on both "
                      "sides, finite input) do not agree ("
                      + ("not bitwise equal, where the replay runs torch's own routine)"

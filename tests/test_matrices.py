@@ -8,6 +8,7 @@ import scipy.io
 import scipy.linalg.lapack as lapack
 import scipy.sparse as sp
 import torch
+from hypothesis import given, settings, strategies as st
 
 from cusolver_trace.errors import InputFileError
 
@@ -295,3 +296,34 @@ def test_spd_on_a_missing_gpu_and_lapack_matrix_with_negative_n():
     with pytest.raises(ValueError):
         lapack_test_matrix("ill", -2)
     assert spd(3, batch=(2, 1)).shape == (2, 1, 3, 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.one_of(st.integers(-3, 6), st.floats(allow_nan=True), st.booleans(),
+                  st.none(), st.text(max_size=3)),
+    batch=st.one_of(st.integers(-2, 3), st.lists(st.integers(-1, 2), max_size=3),
+                      st.floats(allow_nan=True), st.text(max_size=2), st.none()),
+    cond=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 100)),
+    device=st.one_of(st.sampled_from(["cpu", "cuda", "cuda:7", "gpu", "mps", "", " cpu"]),
+                       st.integers(-1, 2), st.none()))
+def test_property_spd_builds_an_spd_matrix_or_raises_a_documented_error(n, batch, cond, device):
+    """Any arguments: a Hermitian positive definite batch of the asked shape, or ValueError /
+    TypeError / GPUUnavailableError; a list given as batch is left as it was."""
+    from cusolver_trace.errors import GPUUnavailableError
+    from cusolver_trace.matrices import spd
+
+    before = list(batch) if isinstance(batch, list) else batch
+    try:
+        A = spd(n, batch=batch, cond=cond, device=device)
+    except (ValueError, TypeError, GPUUnavailableError):
+        assert (batch == before) if isinstance(batch, list) else True
+        return
+    dims = (batch,) if isinstance(batch, int) else tuple(batch)
+    assert A.shape == (*dims, n, n) and isinstance(n, int) and n >= 0 and 1 <= cond < float("inf")
+    assert batch == before
+    if A.numel():
+        A = A.cpu()
+        assert torch.equal(A, A.mH)
+        if cond <= 1e12:   # beyond, rounding to float64 may leave the smallest eigenvalue <= 0
+            assert bool((torch.linalg.eigvalsh(A) > 0).all())

@@ -7,6 +7,7 @@ import pathlib
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import cusolver_trace as ct
 from cusolver_trace import checks, ops
@@ -230,3 +231,30 @@ def test_torch_path_refuses_what_it_does_not_understand(kw):
     args.update(kw)
     with pytest.raises(ValueError):
         ops.get("cholesky_solve").torch_path(**args)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    batch=st.one_of(
+        st.integers(-2, 9),
+        st.floats(allow_nan=True),
+        st.booleans()),
+    n=st.one_of(
+        st.integers(-2, 300),
+        st.text(max_size=2)),
+    device=st.sampled_from(["cuda", "cpu", "cuda:1", "gpu", "", None]),
+    preferred=st.sampled_from(
+        [None, "default", "cusolver", "magma", "foo", "CUSOLVER", ""]))
+def test_property_torch_path_answers_or_raises_a_documented_error(batch, n, device, preferred):
+    from cusolver_trace import ops
+
+    try:
+        p = ops.get("cholesky").torch_path(batch=batch, n=n, device=device, preferred=preferred,
+                                          torch_version="2.11.0")
+    except (ValueError, TypeError):
+        return
+    assert isinstance(batch, int) and not isinstance(batch, bool) and batch >= 0
+    assert isinstance(n, int) and n >= 0
+    assert str(device).split(":")[0] in ("cuda", "cpu")
+    assert preferred in (None, "default", "cusolver", "magma")
+    assert p.calls and p.backend in ("cusolver", "cublas", "magma", "lapack")

@@ -205,8 +205,8 @@ def raw(monkeypatch):
     monkeypatch.setattr(cuda, "_current_device", lambda: -1)
     # the prologue kernel (copies, identity, info zeroed) carried out on host memory
     monkeypatch.setattr(cuda_copy, "current_device", lambda: -1)
-    monkeypatch.setattr(cuda_copy, "_launch", lambda idx, itemsize, grid, block, values:
-                        cuda_copy.run_on_host(values, grid, block, itemsize))
+    monkeypatch.setattr(cuda_copy, "_launch", lambda prep, values, params:
+                        cuda_copy.run_on_host(values, prep.grid, prep.block, prep.itemsize))
     monkeypatch.setattr(_context, "device_bytes",
                         lambda idx, nbytes: torch.empty(max(int(nbytes), 1), dtype=torch.uint8))
 
@@ -498,6 +498,15 @@ def kernel(raw, monkeypatch):
             runtime = Runtime
 
     monkeypatch.setattr(cuda, "_status_function", get)
+    # the driver launch of the check kernel, as the fake kernel above: the struct by value
+    def launch(idx, prefix, grid, args, stream):
+        import ctypes
+
+        # the kernelParams array of the driver launch points at the struct filled
+        assert ctypes.c_void_p.from_address(args.params_ptr).value == args.values.ctypes.data
+        get(idx, prefix)(grid, (cuda._THREADS,), (args.param,), stream=_context.StreamRef(stream))
+
+    monkeypatch.setattr(cuda, "_launch_status", launch)
     monkeypatch.setattr(cuda, "CheckState", FakeCheckState)
     monkeypatch.setattr(cuda, "current_stream_ptr", lambda idx: raw.stream["ptr"])
     monkeypatch.setattr(_load, "cupy", lambda: FakeCupy)

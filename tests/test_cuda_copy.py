@@ -7,6 +7,8 @@ GPU (marked ``gpu``): the kernel itself, bit for bit, on the same classes of vie
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 import torch
@@ -172,12 +174,18 @@ def test_plan_rejects(batch, jobs, kw, match):
         cc.plan(batch, jobs, **kw)
 
 
+def _host_run(prep, values, params):
+    """The launch of column_major carried out on host memory; the kernelParams array it
+    passes must point at the struct it filled."""
+    assert ctypes.c_void_p.from_address(params).value == values.ctypes.data
+    cc.run_on_host(values, prep.grid, prep.block, prep.itemsize)
+
+
 @pytest.fixture
 def host(monkeypatch):
     """column_major on CPU tensors: the launch carried out by the kernel's emulation."""
     monkeypatch.setattr(cc, "current_device", lambda: -1)
-    monkeypatch.setattr(cc, "_launch", lambda idx, itemsize, grid, block, values:
-                        cc.run_on_host(values, grid, block, itemsize))
+    monkeypatch.setattr(cc, "_launch", _host_run)
     monkeypatch.setattr(cc, "_CALLS", {})
 
 

@@ -95,3 +95,40 @@ def test_cli_info_runs(capsys):
 
     assert main(["info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["packages"]["numpy"] == np.__version__
+
+
+def test_hot_x_wrappers_pass_arguments_and_translate_status(monkeypatch):
+    """Xpotrf_bufferSize / Xpotrf / Xpotrs call the binding themselves (the replay's hot
+    path): every argument reaches it in the C order, a status exception becomes
+    CuSolverStatusError naming the routine, anything else passes through unchanged."""
+    calls = []
+
+    class FakeDn:
+        def xpotrf_buffer_size(self, *a):
+            calls.append(("bs", a))
+            return [160, 0]
+
+        def xpotrf(self, *a):
+            calls.append(("potrf", a))
+
+        def xpotrs(self, *a):
+            calls.append(("potrs", a))
+            raise _FakeBindingError(7)
+
+    monkeypatch.setattr(cusolver, "_DN", FakeDn())
+    assert cusolver.Xpotrf_bufferSize(1, 2, 0, 64, 3, 0, 64, 3) == (160, 0)
+    assert cusolver.Xpotrf(1, 2, 1, 64, 3, 100, 64, 3, 200, 160, 0, 0, 300) is None
+    with pytest.raises(CuSolverStatusError, match=r"cusolverDnXpotrs returned .*\(7\)") as err:
+        cusolver.Xpotrs(1, 2, 0, 64, 1, 3, 100, 64, 3, 400, 64, 500)
+    assert isinstance(err.value.__cause__, _FakeBindingError)
+    assert calls == [("bs", (1, 2, 0, 64, 3, 0, 64, 3)),
+                     ("potrf", (1, 2, 1, 64, 3, 100, 64, 3, 200, 160, 0, 0, 300)),
+                     ("potrs", (1, 2, 0, 64, 1, 3, 100, 64, 3, 400, 64, 500))]
+
+    class Broken:
+        def xpotrf(self, *a):
+            raise TypeError("bad arg")
+
+    monkeypatch.setattr(cusolver, "_DN", Broken())
+    with pytest.raises(TypeError, match="bad arg"):
+        cusolver.Xpotrf(*range(13))

@@ -227,27 +227,31 @@ def potrf(a: torch.Tensor, upper: bool, api: str = "X"):
     uplo, lda = _UPLO[bool(upper)], n
     batch = info.shape[0]
     ctx = bound(a.get_device())
-    isz = L.element_size()
-    p0, step, i0 = L.data_ptr(), n * n * isz, info.data_ptr()
+    p0, i0 = L.data_ptr(), info.data_ptr()
+    step = n * n * L.element_size()
     if api == "X":
         cdt = dt.cuda_data_type
+        solver, params = ctx.solver, ctx.params
         # torch asks for the workspace size with A = NULL on every call, and passes
         # bufferOnHost = NULL when no host workspace is needed (the API log shows 0x0); so do
         # we: this query is one of torch's logged calls (compare --trace compares them), so
         # it is not cached here, unlike the sizes of the routines torch does not call
-        dbytes, hbytes = cs.Xpotrf_bufferSize(ctx.solver, ctx.params, uplo, n, cdt, 0, lda, cdt)
-        work = ctx.scratch.get(dbytes, ctx.stream).data_ptr()
-        host = np.empty(hbytes, dtype=np.uint8) if hbytes else None
-        hptr = host.ctypes.data if hbytes else 0
+        dbytes, hbytes = cs.Xpotrf_bufferSize(solver, params, uplo, n, cdt, 0, lda, cdt)
+        work = ctx.scratch.get(dbytes, ctx.binding.stream).data_ptr()
+        if hbytes:
+            host = np.empty(hbytes, dtype=np.uint8)
+            hptr = host.ctypes.data
+        else:
+            hptr = 0
         for b in range(batch):
-            cs.Xpotrf(ctx.solver, ctx.params, uplo, n, cdt, p0 + b * step, lda, cdt, work, dbytes,
+            cs.Xpotrf(solver, params, uplo, n, cdt, p0 + b * step, lda, cdt, work, dbytes,
                       hptr, hbytes, i0 + 4 * b)
     elif api == "legacy":
         t = dt.prefix
         with ctx.cupy_stream():
             lwork = ctx.sizes.get_or(size_key("potrf", t, uplo, n, lda),
                                      lambda: cs.potrf_bufferSize(t, ctx.solver, uplo, n, p0, lda))
-            work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
+            work = ctx.scratch.get(lwork * L.element_size(), ctx.stream).data_ptr()
             for b in range(batch):
                 cs.potrf(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
     else:
@@ -639,15 +643,28 @@ def _strided(x: torch.Tensor, n: int, nc: int):
 
 
 class _StatusArgs:
-    """The kernel's argument struct on the host: 14 int64 in one NumPy buffer, and the
-    size-1 view of it that CuPy passes by value (one per thread and device: a launch copies
-    the values, so the next launch may refill it)."""
+    """The kernel's argument struct on the host: 14 int64 in one NumPy buffer, the size-1
+    view of it that a CuPy launch passes by value, and the ``kernelParams`` array of a
+    driver launch (one entry, pointing at the values). One per thread and device: a launch
+    copies the values, so the next launch may refill it."""
 
-    __slots__ = ("values", "param")
+    __slots__ = ("values", "param", "params", "params_ptr")
 
     def __init__(self):
         self.values = np.zeros(len(_STATUS_FIELDS), dtype=np.int64)
         self.param = self.values.view(np.dtype((np.void, self.values.nbytes)))
+        self.params = np.array([self.values.ctypes.data], dtype=np.uintp)
+        self.params_ptr = self.params.ctypes.data
+
+
+def _launch_status(idx: int, prefix: str, grid: tuple, args: _StatusArgs, stream: int) -> None:
+    """One ``cuLaunchKernel`` of the check kernel for type ``prefix`` on device ``idx``
+    (current), stream ``stream``, with the struct in ``args``. Through the driver, as
+    :mod:`.cuda_copy` launches: CuPy's ``Function.__call__`` converts its arguments on every
+    call, a few µs of each checked call's host time. The CPU tests replace this function."""
+    fn = _status_function(idx, prefix)
+    _load.cupy().cuda.driver.launchKernel(fn.ptr, grid[0], grid[1], 1, _THREADS, 1, 1, 0, stream,
+                                          args.params_ptr, 0)
 
 
 def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
@@ -691,7 +708,7 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
                       0 if info is None else info.data_ptr(), acc.data_ptr(),
                       0 if state is None else state.counter_ptr,
                       0 if state is None else state.word_ptr)
-    _status_function(idx, dt.prefix)(grid, (_THREADS,), (args.param,), stream=StreamRef(stream))
+    _launch_status(idx, dt.prefix, grid, args, stream)
     return acc, state, stream, batch
 
 

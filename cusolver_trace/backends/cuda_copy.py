@@ -254,14 +254,19 @@ def _function(idx: int, itemsize: int) -> int:
     return fn
 
 
+def _new_arg_buffer():
+    """This thread's argument buffer, made on first use: ``(values, kernelParams address,
+    the array at that address)``, the struct's int64 values and a one-entry ``void*`` array
+    pointing at them (``cuLaunchKernel`` copies the struct)."""
+    values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
+    params = np.array([values.ctypes.data], dtype=np.uintp)
+    buf = _ARGS.buf = (values, params.ctypes.data, params)
+    return buf
+
+
 def _arg_buffer():
-    """This thread's ``(values, kernelParams address)``: the struct's int64 values and a
-    one-entry ``void*`` array pointing at them (``cuLaunchKernel`` copies the struct)."""
-    buf = getattr(_ARGS, "buf", None)
-    if buf is None:
-        values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
-        params = np.array([values.ctypes.data], dtype=np.uintp)
-        buf = _ARGS.buf = (values, params.ctypes.data, params)
+    """This thread's ``(values, kernelParams address)`` (see :func:`_new_arg_buffer`)."""
+    buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
     return buf[0], buf[1]
 
 
@@ -300,7 +305,7 @@ class _Prepared:
     output shapes, the launch geometry and the struct with every field but the addresses."""
 
     __slots__ = ("idx", "wa_shape", "wa_stride", "wb_shape", "wb_stride", "batch", "grid", "block",
-                 "template", "itemsize", "fn")
+                 "template", "itemsize", "fn", "geometry")
 
     def __init__(self, a, b, keep, identity):
         r, c = a.shape[-2:]
@@ -330,7 +335,7 @@ class _Prepared:
         self.batch = 1
         for d in batch_shape:
             self.batch *= d
-        self.grid = self.block = self.template = self.fn = None
+        self.grid = self.block = self.template = self.fn = self.geometry = None
         if self.batch == 0 or r == 0 or c == 0:
             return   # nothing to copy: no launch
         mode = ALL if keep is None else (UPPER if keep == "upper" else LOWER)
@@ -342,6 +347,8 @@ class _Prepared:
         self.grid, self.block, values = _pack(self.batch, jobs, 0, _ONE_BITS[
             self.itemsize, a.is_complex()])
         self.template = np.array(values, dtype=np.int64)
+        # cuLaunchKernel's geometry arguments after the function: (gx, gy, gz, bx, by, bz, smem)
+        self.geometry = (self.grid[0], self.grid[1], 1, self.block[0], 1, 1, 0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -409,6 +416,37 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
     key = (a.shape, a.stride(), a.dtype, a.get_device(), keep, identity,
            None if b is None else (b.shape, b.stride(), b.dtype, b.device))
     prep = _CALLS.get(key)
+    if prep is None or a.is_conj() or a.is_neg() or (b is not None and (b.is_conj() or b.is_neg())):
+        return _first_of_kind(a, b, key, prep, keep, identity, info)
+    # the hot path (issue 14: at n = 64 this prologue was a third of a replay's host time),
+    # kept to what changes per call: Tensor.new_empty_strided (a's dtype and device without
+    # parsing them again, the column-major layout without a transposed view), the addresses
+    # written into this thread's argument struct, and the launch
+    wa = a.new_empty_strided(prep.wa_shape, prep.wa_stride)
+    wb = None if prep.wb_shape is None else a.new_empty_strided(prep.wb_shape, prep.wb_stride)
+    inf = a.new_empty(prep.batch, dtype=_INT32 or _int32()) if info else None
+    if prep.grid is None:   # empty
+        if inf is not None:
+            inf.zero_()
+        return wa, wb, inf
+    buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
+    values = buf[0]
+    values[:] = prep.template
+    values[_SRC0] = a.data_ptr()
+    values[_DST0] = wa.data_ptr()
+    if wb is not None:
+        values[_DST1] = wb.data_ptr()
+        if b is not None:
+            values[_SRC1] = b.data_ptr()
+    if inf is not None:
+        values[_INFO] = inf.data_ptr()
+    _launch(prep, values, buf[1])
+    return wa, wb, inf
+
+
+def _first_of_kind(a, b, key, prep, keep, identity, info):
+    """:func:`column_major` for a kind of call not prepared yet (validated and prepared here),
+    or with a conjugate / negative bit the kernel does not apply (resolved first)."""
     if prep is None:
         if b is not None and identity:
             raise ValueError("pass b or identity=True, not both")
@@ -422,45 +460,39 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
             if b is not None and not _plain(b):
                 b = b.resolve_conj().resolve_neg().contiguous()
             return column_major(a, b, keep=keep, identity=identity, info=info)
-        prep = _CALLS[key] = _Prepared(a, b, keep, identity)
-    elif a.is_conj() or a.is_neg() or (b is not None and (b.is_conj() or b.is_neg())):
-        # same shape and strides as a prepared call, but a bit the kernel does not apply
-        return column_major(a.resolve_conj().resolve_neg(),
-                            None if b is None else b.resolve_conj().resolve_neg(),
-                            keep=keep, identity=identity, info=info)
+        _CALLS[key] = _Prepared(a, b, keep, identity)
+        return column_major(a, b, keep=keep, identity=identity, info=info)
+    # same shape and strides as a prepared call, but a bit the kernel does not apply
+    return column_major(a.resolve_conj().resolve_neg(),
+                        None if b is None else b.resolve_conj().resolve_neg(),
+                        keep=keep, identity=identity, info=info)
+
+
+_INT32 = None   # torch.int32, once torch is imported (this module imports torch lazily)
+
+
+def _int32():
+    global _INT32
     import torch
 
-    # Tensor.new_empty_strided: a's dtype and device without parsing them again, and the
-    # column-major layout without a transposed view (together about a third of the host
-    # time of torch.empty(..., dtype=, device=).mT)
-    wa = a.new_empty_strided(prep.wa_shape, prep.wa_stride)
-    wb = None if prep.wb_shape is None else a.new_empty_strided(prep.wb_shape, prep.wb_stride)
-    inf = a.new_empty(prep.batch, dtype=torch.int32) if info else None
-    if prep.grid is None:   # empty
-        if inf is not None:
-            inf.zero_()
-        return wa, wb, inf
-    buf, _ = _arg_buffer()
-    buf[:] = prep.template
-    buf[_SRC0] = a.data_ptr()
-    buf[_DST0] = wa.data_ptr()
-    if wb is not None:
-        buf[_DST1] = wb.data_ptr()
-        if b is not None:
-            buf[_SRC1] = b.data_ptr()
-    if inf is not None:
-        buf[_INFO] = inf.data_ptr()
+    _INT32 = torch.int32
+    return _INT32
+
+
+def _launch(prep: _Prepared, values, params: int) -> None:
+    """One ``cuLaunchKernel`` of ``prep``'s kernel on torch's current stream of its device,
+    with the struct already in this thread's argument buffer (``values``; ``params`` is the
+    address of the one-entry ``void*`` array pointing at it). The CPU tests replace this
+    function by one calling :func:`run_on_host`."""
     idx = prep.idx
+    fn = prep.fn
+    if fn is None:
+        fn = prep.fn = _function(idx, prep.itemsize)
     if idx == current_device():
-        _launch(idx, prep.itemsize, prep.grid, prep.block, buf)
-    else:  # the module and the launch belong to the tensor's device
-        with torch.cuda.device(idx):
-            _launch(idx, prep.itemsize, prep.grid, prep.block, buf)
-    return wa, wb, inf
+        (_DRIVER or _driver()).launchKernel(fn, *prep.geometry, current_stream_ptr(idx), params, 0)
+        return
+    import torch
 
+    with torch.cuda.device(idx):   # the module and the launch belong to the tensor's device
+        (_DRIVER or _driver()).launchKernel(fn, *prep.geometry, current_stream_ptr(idx), params, 0)
 
-def _launch(idx: int, itemsize: int, grid, block, values) -> None:
-    """One ``cuLaunchKernel`` on torch's current stream of device ``idx`` (current), with
-    the struct already in this thread's argument buffer (``values`` is that buffer)."""
-    _driver().launchKernel(_function(idx, itemsize), grid[0], grid[1], 1, block[0], 1, 1, 0,
-                           current_stream_ptr(idx), _arg_buffer()[1], 0)

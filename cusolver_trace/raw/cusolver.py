@@ -21,7 +21,8 @@ A non-success ``cusolverStatus_t`` raises
 """
 from __future__ import annotations
 
-from . import _load
+from ..errors import CuSolverStatusError
+from . import _load, _status
 from ._status import solver as _solver
 
 # cublasFillMode_t / cublasDiagType_t / libraryPropertyType
@@ -143,26 +144,56 @@ def lauum(t, handle, uplo, n, A, lda, work, lwork, devInfo) -> None:
 
 # -- 64-bit generic API, through nvmath ------------------------------------------------
 
+# The three routines of torch's batch-1 paths (linalg.cholesky: Xpotrf_bufferSize + Xpotrf;
+# cholesky_solve / cholesky_inverse: Xpotrs) run on every replay call, and at n = 64 the
+# Python around them is part of what compare measures against torch's C++ (issue 14). So they
+# call the binding directly (the binding module kept in a global after the first call) and
+# translate its status exception themselves, instead of going through _solver: one frame and
+# one argument tuple fewer per call, the same exceptions.
+_DN = None
+
+
+def _dn():
+    global _DN
+    if _DN is None:
+        _DN = _load.nvmath_cusolverDn()
+    return _DN
+
+
+def _raise_solver(routine: str, exc: BaseException):
+    err = _status.translated(CuSolverStatusError, routine, exc)
+    if err is None:
+        raise exc
+    raise err from exc
+
+
 def Xpotrf_bufferSize(handle, params, uplo, n, dataTypeA, A, lda, computeType) -> tuple[int, int]:
     """``cusolverDnXpotrf_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
-    dn = _load.nvmath_cusolverDn()
-    return tuple(_solver("cusolverDnXpotrf_bufferSize", dn.xpotrf_buffer_size, handle, params, uplo,
-                         n, dataTypeA, A, lda, computeType))
+    try:
+        return tuple((_DN or _dn()).xpotrf_buffer_size(handle, params, uplo, n, dataTypeA, A, lda,
+                                                       computeType))
+    except Exception as exc:
+        _raise_solver("cusolverDnXpotrf_bufferSize", exc)
 
 
 def Xpotrf(handle, params, uplo, n, dataTypeA, A, lda, computeType, bufferOnDevice,
            workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info) -> None:
     """``cusolverDnXpotrf`` (64-bit API): the routine torch's batch-1 ``linalg.cholesky`` calls."""
-    dn = _load.nvmath_cusolverDn()
-    _solver("cusolverDnXpotrf", dn.xpotrf, handle, params, uplo, n, dataTypeA, A, lda, computeType,
-            bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info)
+    try:
+        (_DN or _dn()).xpotrf(handle, params, uplo, n, dataTypeA, A, lda, computeType,
+                              bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost,
+                              workspaceInBytesOnHost, info)
+    except Exception as exc:
+        _raise_solver("cusolverDnXpotrf", exc)
 
 
 def Xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb, info) -> None:
     """``cusolverDnXpotrs`` (64-bit API): the routine torch's ``cholesky_inverse`` / ``cholesky_solve`` call."""
-    dn = _load.nvmath_cusolverDn()
-    _solver("cusolverDnXpotrs", dn.xpotrs, handle, params, uplo, n, nrhs, dataTypeA, A, lda,
-            dataTypeB, B, ldb, info)
+    try:
+        (_DN or _dn()).xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb,
+                              info)
+    except Exception as exc:
+        _raise_solver("cusolverDnXpotrs", exc)
 
 
 def Xtrtri_bufferSize(handle, uplo, diag, n, dataTypeA, A, lda) -> tuple[int, int]:

@@ -427,3 +427,25 @@ def test_sweep_cli_notes_what_a_flag_does_not_do(tmp_path, capsys):
     rows = json.loads((tmp_path / "s.json").read_text())["results"]
     assert {(r["method"], r["checked"]) for r in rows} == {("torch", True), ("potri", True),
                                                           ("potri", False)}
+
+
+def test_cholesky_torch_check_method_is_torchs_own_check():
+    """sweep's ``torch_check`` (op cholesky): check=True is torch.linalg.cholesky, which raises
+    on a matrix that is not positive definite; its check=False twin is cholesky_ex, which
+    returns; on an SPD matrix both give torch's factor, bit for bit."""
+    import torch as _torch
+    from cusolver_trace import ops as _ops
+
+    op = _ops.get("cholesky")
+    m = op.methods["torch_check"]
+    assert m.checkable
+    spd = _torch.tensor([[4.0, 2.0], [2.0, 3.0]], dtype=_torch.float64)
+    bad = _torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=_torch.float64)
+    for upper in (False, True):
+        ref = _torch.linalg.cholesky(spd, upper=upper)
+        for check in (True, False):
+            out = m.make(op, _ops.Inputs(spd, spd, None), upper, check)()
+            assert _torch.equal(out, ref)
+        with pytest.raises(_torch.linalg.LinAlgError):
+            m.make(op, _ops.Inputs(bad, bad, None), upper, True)()
+        m.make(op, _ops.Inputs(bad, bad, None), upper, False)()   # cholesky_ex: no raise

@@ -38,6 +38,18 @@ def lapack_potrf(inputs, upper):
     return _cpu.potrf(x, upper)
 
 
+def _torch_check(op, inputs, upper, check):
+    """torch's own checked call, ``torch.linalg.cholesky`` (its info check: one
+    synchronization, as the project's checks), and with ``check=False`` ``cholesky_ex``: the
+    sweep's ``--unchecked`` twin then gives the cost of torch's own check on the same inputs,
+    beside the project's."""
+    import torch
+
+    if check:
+        return lambda: torch.linalg.cholesky(inputs.x, upper=upper)
+    return lambda: torch.linalg.cholesky_ex(inputs.x, upper=upper)[0]
+
+
 def _routine(api):
     def make(op, inputs, upper, check):
         return lambda: routines.potrf(inputs.x, upper, check=check, api=api)[0]
@@ -67,6 +79,7 @@ OP = register(Op(
     fails_on_info=True,
     methods={m.name: m for m in (
         TORCH, REPLAY,
+        Method("torch_check", _torch_check, checkable=True),
         Method("potrf", _routine("auto"), checkable=True),
         Method("potrf_X", _routine("X"), gpu_only=True, checkable=True),
         Method("potrf_legacy", _routine("legacy"), gpu_only=True, checkable=True),

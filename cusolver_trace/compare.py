@@ -887,7 +887,9 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
         if repeat > 0 and t_error is None:
             fns = {"torch": torch_side, "replay": replay_side}
             dev = device if device.type == "cuda" else None
-            timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat)
+            # each sample from an idle GPU: a single call of tens of µs would otherwise start
+            # behind the other side's queued work, and the ratio swing with the interleaving
+            timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, idle_start=True)
             gpu = time_gpu_busy(fns, device=dev, repeat=min(repeat, GPU_BUSY_MAX_CALLS))
             host = time_host(fns, device=dev, repeat=repeat)
     if device.type == "cuda":

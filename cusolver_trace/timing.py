@@ -97,7 +97,7 @@ def l2_flush_buffer(device, nbytes: int = 256 * 2**20):
 
 
 def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flush_l2: bool = False,
-               calls_per_sample: int = 1):
+               calls_per_sample: int = 1, idle_start: bool = False):
     """Time several zero-argument callables interleaved; returns ``{name: Timing}``.
 
     Parameters
@@ -120,6 +120,13 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
         its own cost; a run of calls gives the cost per call in a loop (what a checked
         call's synchronization adds, for instance). Callables stay interleaved between
         samples.
+    idle_start : bool
+        Synchronize the device before each CUDA sample, so that every sample starts on an
+        idle GPU: its event time is then the call's GPU work plus the GPU's idle time
+        waiting for the call's launches, whatever the previous sample (of another callable)
+        left queued. Without it, samples follow each other without synchronizing, and a
+        sample's start event waits behind the previous one's work, which makes single calls
+        of tens of µs swing with the interleaving. ``compare`` times with it.
 
     Examples
     --------
@@ -137,6 +144,8 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
         raise ValueError(f"time_calls needs calls_per_sample, an int >= 1, got "
                          f"{calls_per_sample!r}")
     k = calls_per_sample
+    if not isinstance(idle_start, bool):
+        raise TypeError(f"time_calls needs idle_start, a bool, got {idle_start!r}")
     on_cuda = device is not None and torch.device(device).type == "cuda"
     for _ in range(warmup):
         for fn in fns.values():
@@ -152,6 +161,8 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
                 for name, fn in fns.items():
                     if flush is not None:
                         flush.zero_()
+                    if idle_start:
+                        torch.cuda.synchronize(dev)
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
                     for _ in range(k):

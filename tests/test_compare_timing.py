@@ -541,3 +541,42 @@ def test_compare_one_library_failing_a_numerically_singular_minor_is_failed_alik
 
     monkeypatch.setattr(cpub, "potrf", failing_a_healthy_matrix)
     assert compare("cholesky", A, timing=False, provenance=False).verdict == "MISMATCH"
+
+
+def test_time_calls_idle_start_synchronizes_before_each_cuda_sample(monkeypatch):
+    """idle_start=True (compare's timing): a synchronize right before every sample's start
+    event, so no sample starts behind another's queued work; without it only the one before
+    the loop and the one after it. Recorded with stand-ins for torch.cuda's events (CPU)."""
+    import contextlib
+
+    import torch as _torch
+    from cusolver_trace import timing
+
+    log = []
+
+    class Ev:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            log.append("record")
+            self.t = len(log)
+
+        def elapsed_time(self, other):
+            return float(other.t - self.t)
+
+    monkeypatch.setattr(_torch.cuda, "Event", Ev)
+    monkeypatch.setattr(_torch.cuda, "synchronize", lambda dev=None: log.append("sync"))
+    monkeypatch.setattr(_torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    fns = {"a": lambda: log.append("call a"), "b": lambda: log.append("call b")}
+    for idle in (True, False):
+        log.clear()
+        t = timing.time_calls(fns, device="cuda:0", warmup=0, repeat=3, idle_start=idle)
+        assert t["a"].clock == "cuda-events" and t["a"].median_ms > 0
+        starts = [i for i, x in enumerate(log) if x == "record" and log[i + 1].startswith("call")]
+        assert len(starts) == 6
+        synced = [log[i - 1] == "sync" for i in starts]
+        assert all(synced) if idle else synced == [True] + [False] * 5
+        assert log.count("sync") == (8 if idle else 2)   # + the one before the loop, after it
+    with pytest.raises(TypeError, match="idle_start"):
+        timing.time_calls(fns, device="cuda:0", repeat=1, idle_start=1)

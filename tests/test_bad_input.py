@@ -35,6 +35,38 @@ def test_uplo_is_parsed_strictly(text, upper, tmp_path):
     assert json.loads(out.read_text())[0]["spec"]["upper"] is upper
 
 
+@pytest.mark.parametrize("argv", [
+    ["compare", "--op", "cholesky", "--n", "4", "--n", "8", "--repeat", "0"],
+    ["compare", "--op", "cholesky", "--n=4", "--n", "8", "--repeat", "0"],
+    ["compare", "--op", "cholesky", "--op", "cholesky_solve", "--n", "4", "--repeat", "0"],
+    ["compare", "--op", "cholesky", "--n", "4", "--repeat", "0", "--repeat", "1"],
+    ["sweep", "--op", "cholesky", "--n", "8", "--dtype", "float64", "--dtype", "float32"],
+    ["trace", "--json", "-", "--json", "-", "--", sys.executable, "-c", "pass"],
+])
+def test_an_option_given_twice_is_refused(argv, capsys):
+    """argparse keeps the last of a repeated option and drops the first silently (--n 4 --n 8
+    ran n = 8 only); every subcommand refuses it, exit 2, naming the option."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    opt = next(a for i, a in enumerate(argv) if a.startswith("--") and
+               a.split("=")[0] in [b.split("=")[0] for b in argv[i + 1:]])
+    assert f"{opt.split('=')[0]} given more than once" in capsys.readouterr().err
+
+
+def test_options_given_once_parse_as_before(tmp_path):
+    """The check leaves nothing behind in the parsed arguments, and a repeatable option
+    (devices --device) and the program's own arguments after -- are not counted."""
+    from cusolver_trace.cli import _common, build_parser
+
+    args = build_parser().parse_args(["compare", "--op", "cholesky", "--n", "4,8", "--repeat", "0"])
+    assert not hasattr(args, _common._SEEN) and args.n == [4, 8]
+    args = build_parser().parse_args(["devices", "--device", "cpu", "--device", "cpu"])
+    assert args.device == ["cpu", "cpu"]
+    args = build_parser().parse_args(["trace", "--json", "-", "--", "prog", "--json", "x"])
+    assert not hasattr(args, _common._SEEN)
+
+
 @pytest.mark.parametrize("text", ["up", "foo", "", "lower,", "upperr", "1", " lower", "upper "])
 def test_uplo_rejects_what_it_does_not_understand(text, capsys):
     with pytest.raises(SystemExit) as e:

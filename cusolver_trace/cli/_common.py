@@ -15,9 +15,41 @@ class UsageError(ValueError):
     """A value the command cannot use (exit 2, one line)."""
 
 
+_SEEN = "_cusolver_trace_options_seen"   # the namespace attribute _StoreOnce keeps while parsing
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given twice: argparse keeps the last value
+    and drops the first without a word (``--n 4 --n 8`` would run n = 8 only), and the CLI
+    never replaces what a user typed silently. List-valued options take one comma list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(namespace, _SEEN, None)
+        if seen is None:
+            seen = set()
+            setattr(namespace, _SEEN, seen)
+        if self.dest in seen:
+            parser.error(f"{option_string} given more than once (argparse would keep only the "
+                         "last); give it once (a list is one comma-separated value: --n 4,8)")
+        seen.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (``PROG: error: ...``, with a pointer
-    to ``--help``) and exit 2, as every other bad input."""
+    to ``--help``) and exit 2, as every other bad input; an option that stores a value may be
+    given once (:class:`_StoreOnce`)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if hasattr(namespace, _SEEN):
+            delattr(namespace, _SEEN)
+        return namespace, extras
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

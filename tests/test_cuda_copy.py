@@ -342,3 +342,45 @@ def test_gpu_column_major_on_a_stream_and_another_device():
         y = x.to("cuda:1")
         wa, _, info = cc.column_major(y, info=True)
         assert wa.device == y.device and torch.equal(wa, y)
+
+
+def test_launch_on_another_device_loads_and_launches_there(monkeypatch):
+    """A tensor on a device that is not current: the kernel is looked up (CuPy loads its
+    module on the current device) and launched inside the switch to that device, and the
+    handle kept for later calls is that device's. Device switches and the driver faked."""
+    import contextlib
+
+    import torch as _torch
+
+    current = {"dev": 0}
+    looked_up, launched = [], []
+
+    @contextlib.contextmanager
+    def device(idx):
+        before, current["dev"] = current["dev"], idx
+        try:
+            yield
+        finally:
+            current["dev"] = before
+
+    class Driver:
+        @staticmethod
+        def launchKernel(fn, *args):
+            launched.append((fn, current["dev"]))
+
+    monkeypatch.setattr(_torch.cuda, "device", device)
+    monkeypatch.setattr(cc, "current_device", lambda: current["dev"])
+    monkeypatch.setattr(cc, "current_stream_ptr", lambda idx: 1000 + idx)
+    monkeypatch.setattr(cc, "_DRIVER", Driver)
+    monkeypatch.setattr(cc, "_function", lambda idx, itemsize: looked_up.append(
+        (idx, current["dev"])) or 500 + idx)
+    prep = cc._Prepared(torch.zeros(3, 3), None, None, False)
+    prep.idx = 1                                   # as a tensor on cuda:1 would give
+    values, params = cc._arg_buffer()
+    cc._launch(prep, values, params)
+    cc._launch(prep, values, params)               # the handle is kept: looked up once
+    assert looked_up == [(1, 1)]
+    assert launched == [(501, 1), (501, 1)] and current["dev"] == 0
+    current["dev"] = 1                             # now current: no switch, same handle
+    cc._launch(prep, values, params)
+    assert launched[-1] == (501, 1) and looked_up == [(1, 1)]

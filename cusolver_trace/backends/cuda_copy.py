@@ -485,14 +485,21 @@ def _launch(prep: _Prepared, values, params: int) -> None:
     address of the one-entry ``void*`` array pointing at it). The CPU tests replace this
     function by one calling :func:`run_on_host`."""
     idx = prep.idx
-    fn = prep.fn
-    if fn is None:
-        fn = prep.fn = _function(idx, prep.itemsize)
     if idx == current_device():
+        fn = prep.fn or _bind_function(prep)
         (_DRIVER or _driver()).launchKernel(fn, *prep.geometry, current_stream_ptr(idx), params, 0)
         return
     import torch
 
-    with torch.cuda.device(idx):   # the module and the launch belong to the tensor's device
+    # the module is loaded on, and the launch made from, the tensor's device: CuPy loads a
+    # module on the current device, so the function is looked up inside the switch too
+    with torch.cuda.device(idx):
+        fn = prep.fn or _bind_function(prep)
         (_DRIVER or _driver()).launchKernel(fn, *prep.geometry, current_stream_ptr(idx), params, 0)
+
+
+def _bind_function(prep: _Prepared) -> int:
+    """``prep``'s kernel (its device ``prep.idx`` must be current), kept on ``prep``."""
+    prep.fn = _function(prep.idx, prep.itemsize)
+    return prep.fn
 

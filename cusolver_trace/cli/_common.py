@@ -46,10 +46,13 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "store", _StoreOnce)
 
     def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        if hasattr(namespace, _SEEN):
-            delattr(namespace, _SEEN)
-        return namespace, extras
+        if namespace is None:
+            namespace = argparse.Namespace()
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:   # also after an error: a caller may catch SystemExit and parse again
+            if hasattr(namespace, _SEEN):
+                delattr(namespace, _SEEN)
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -93,7 +93,7 @@ def test_bench(benchmark, gpu_results, op, dtype, n, batch, method, gpu):
     # the public entry point with its checks on, torch interleaved, and (where the method has
     # checks) its check=False twin in the same run: check_overhead = checked / unchecked
     rows = sweep.measure_case(case, ["torch", method], repeat=rounds, warmup=1, unchecked=True)
-    row = next(r for r in rows if r["method"] == method and r["checked"])
+    row = next(r for r in rows if r["method"] == method and r["checked"] is not False)
     benchmark.group = f"{op} {dtype} n={n} batch={batch} ({device})"
     benchmark.extra_info.update({k: row.get(k) for k in _EXTRA})
     benchmark.extra_info["torch_median_ms"] = row["median_ms"] / row["ratio_to_torch"] \

@@ -57,7 +57,7 @@ def _fused_available():
 def test_bench_fused(benchmark, gpu_results, dtype, n, batch, method):
     case = _case(dtype, n, batch)
     rows = sweep.measure_case(case, ["torch", method], repeat=10, warmup=2, unchecked=True)
-    row = next(r for r in rows if r["method"] == method and r["checked"])
+    row = next(r for r in rows if r["method"] == method and r["checked"] is not False)
     benchmark.group = f"cholesky_inverse {dtype} n={n} batch={batch} (fused)"
     benchmark.extra_info.update({k: row.get(k) for k in _EXTRA})
     gpu_results.append({"group": benchmark.group, "name": method, "device": "cuda:0",

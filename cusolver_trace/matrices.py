@@ -673,7 +673,55 @@ def rbf_kernel_digits(n: int | None = None, *, gamma: float | None = None,
 # --------------------------------------------------------------------------- --matrix SPEC
 _SPEC_HELP = ("random | random:cond=C[,mode=geometric|arithmetic] | lapack:TYPE | classic3 | "
               "classic3:negative | file:PATH | digits | digits:gamma=G[,jitter=J]")
-_KEYS = {"random": {"cond": float, "mode": str}, "digits": {"gamma": float, "jitter": float}}
+_PLAIN_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def plain_float(text) -> float:
+    """A number written plainly (digits, one point, an exponent): no spaces, underscores,
+    ``inf`` / ``nan`` or hexadecimal, which Python's ``float`` would take. The one parser of
+    numbers typed on the command line (``--cond``, ``--matrix random:cond=…``).
+
+    Examples
+    --------
+    >>> plain_float("1e6"), plain_float("-2.5"), plain_float(".5")
+    (1000000.0, -2.5, 0.5)
+    >>> plain_float(" 1e3")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a number written plainly (digits, '.', an exponent), got ' 1e3'
+    """
+    if not isinstance(text, str) or not _PLAIN_FLOAT.fullmatch(text):
+        raise ValueError(f"expected a number written plainly (digits, '.', an exponent), got "
+                         f"{text!r}")
+    return float(text)
+
+
+def max_cond(dtype) -> float:
+    """The largest condition number a generated SPD matrix of ``dtype`` may ask for:
+    ``0.5 / eps`` (NumPy's eps, one ulp at 1). From ``cond·eps >= 1/2`` on, rounding can make
+    such a matrix indefinite, so it would not be the positive definite matrix it is called.
+
+    Examples
+    --------
+    >>> f"{max_cond('float32'):.3g}", f"{max_cond('float64'):.3g}"
+    ('4.19e+06', '2.25e+15')
+    """
+    return 0.5 / (2 * dtype_info(dtype).lapack_eps)
+
+
+def check_cond(cond: float, dtype) -> None:
+    """Raise ``ValueError`` when ``cond`` exceeds :func:`max_cond` for ``dtype`` (sweep's
+    ``--cond`` and compare's ``--matrix random:cond=…`` alike)."""
+    limit = max_cond(dtype)
+    if cond > limit:
+        name = dtype_info(dtype).name
+        raise ValueError(f"cond {cond:g} is too large for {name}: a matrix that ill-conditioned "
+                         f"(cond·eps >= 0.5, eps = {0.5 / limit:.3g}) is not positive definite "
+                         f"after rounding; use at most {limit:.3g}")
+
+
+_KEYS = {"random": {"cond": plain_float, "mode": str},
+         "digits": {"gamma": plain_float, "jitter": plain_float}}
 
 
 @dataclass(frozen=True)
@@ -760,7 +808,16 @@ class MatrixSpec:
             raise ValueError(f"--matrix {self.text} needs a size n")
         if self.kind == "random":
             A = spd(n, batch=batch, dtype=dtype, device=device, seed=seed, **p)
-            return TestMatrix(A, 0, self.describe(), p.get("cond", 2.0), self.text)
+            desc, cond = self.describe(), p.get("cond", 2.0)
+            try:
+                check_cond(cond, dtype)
+            except ValueError:
+                # allowed here (compare on inputs that fail on purpose), but never called
+                # positive definite: rounding to dtype can make it indefinite
+                desc = desc.replace("Hermitian PD", "Hermitian") + (
+                    f", past {max_cond(dtype):.3g} = 0.5/eps of {dtype_info(dtype).name}: "
+                    "not positive definite after rounding, expect info > 0")
+            return TestMatrix(A, 0, desc, cond, self.text)
         if self.kind == "lapack":
             return lapack_test_matrix(p["type"], n, dtype=dtype, seed=seed, batch=batch, device=device)
         L = info = cond = None

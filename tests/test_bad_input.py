@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 import torch
 
 import cusolver_trace as ct
@@ -567,3 +568,76 @@ def test_compare_names_a_non_square_factor_not_an_a_never_passed():
     with pytest.raises(ValueError, match=r"factor must have shape \(\.\.\., n, n\), got \(2, 3\)"):
         ct.compare("cholesky_inverse", factor=torch.zeros(2, 3, dtype=torch.float64),
                    timing=False, provenance=False)
+
+
+# --------------------------------------------------------------------------- a fresh user's trial, 2026-12-02
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--op", "cholesky", "--n", "8", "--shard", "+0/1_0", "--out", "x.json"],
+    ["sweep", "--op", "cholesky", "--n", "8", "--shard", " 0/2", "--out", "x.json"],
+    ["sweep", "--op", "cholesky", "--n", "8", "--cond", "1_000", "--out", "x.json"],
+    ["sweep", "--op", "cholesky", "--n", "8", "--cond", " 1e3", "--out", "x.json"],
+    ["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond=1_000"],
+    ["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond= 1e6"],
+    ["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond=1e6 "],
+    ["compare", "--op", "cholesky", "--n", "8", "--trace", "--trace-timeout", "1_0"],
+    ["trace", "--timeout", " 10", "--", sys.executable, "-c", "pass"],
+    ["trace", "--tree", "--no-tree", "--", sys.executable, "-c", "pass"],
+    ["devices", "--device", "cpu", "--device", "cpu", "--n", "8"],
+])
+def test_numbers_shards_and_flags_are_parsed_strictly(argv, capsys, tmp_path, monkeypatch):
+    """float() and int() take ' 1e3', '1_000' and '+0': '--shard +0/1_0' ran shard 0/10, a
+    tenth of the sweep, without a word. Numbers are written plainly; contradicting flags and
+    a device named twice are refused (exit 2, one line)."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        rc = main(argv)
+    except SystemExit as e:   # argparse's refusals exit, the command's own return 2
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error:" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+@given(st.text(max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_plain_float_takes_exactly_plain_decimal_numbers(text):
+    """plain_float: the value float() gives, for text of digits, one point and an exponent
+    only; anything else (spaces, underscores, inf / nan, hex, unicode digits) a ValueError."""
+    import re
+
+    from cusolver_trace.matrices import plain_float
+
+    plain = re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text, re.ASCII)
+    if plain:
+        assert plain_float(text) == float(text)
+    else:
+        with pytest.raises(ValueError, match="written plainly"):
+            plain_float(text)
+
+
+def test_python_m_tracing_is_the_trace_subcommand():
+    """``python3 -m cusolver_trace.tracing`` parses as ``cusolver-trace trace``: an option given
+    twice is exit 2 with one line (it used to keep the last --json and write only that file)."""
+    rc, out, err = run_cli_module("cusolver_trace.tracing", "--json", "a.json", "--json", "b.json",
+                                  "--no-timing", "--", sys.executable, "-c", "pass")
+    assert rc == 2 and err.count("\n") == 1 and "--json given more than once" in err
+
+
+def run_cli_module(module, *argv):
+    p = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
+                       timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_a_random_matrix_past_half_over_eps_is_not_called_positive_definite(tmp_path):
+    """compare --matrix random:cond=C with C·eps >= 1/2 runs (failure agreement is worth
+    comparing) but its label no longer says PD; sweep refuses such a cond for timing."""
+    out = tmp_path / "c.json"
+    assert main(["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond=1e20",
+                 "--repeat", "0", "--json", str(out)]) in (0, 1)
+    label = json.loads(out.read_text())[0]["spec"]["matrix"]
+    assert "PD" not in label and "not positive definite after rounding" in label
+    assert main(["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond=1e6",
+                 "--repeat", "0", "--json", str(out)]) == 0
+    assert "Hermitian PD" in json.loads(out.read_text())[0]["spec"]["matrix"]

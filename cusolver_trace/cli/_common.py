@@ -29,8 +29,10 @@ class _StoreOnce(argparse._StoreAction):
             seen = set()
             setattr(namespace, _SEEN, seen)
         if self.dest in seen:
+            hint = (f" with one comma-separated list ({option_string} 4,8)"
+                    if getattr(self.type, "is_list", False) else "")
             parser.error(f"{option_string} given more than once (argparse would keep only the "
-                         "last); give it once (a list is one comma-separated value: --n 4,8)")
+                         f"last); give it once{hint}")
         seen.add(self.dest)
         super().__call__(parser, namespace, values, option_string)
 
@@ -85,15 +87,19 @@ def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
 
 
 def number(minimum: float | None = None, *, exclusive: bool = False):
-    """argparse type: one finite float above ``minimum`` (strictly with ``exclusive``)."""
+    """argparse type: one finite float above ``minimum`` (strictly with ``exclusive``), written
+    plainly (:func:`cusolver_trace.matrices.plain_float`: no spaces or underscores)."""
     def parse(text):
+        from ..matrices import plain_float
+
         try:
-            v = float(text)
+            v = plain_float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+            v = math.nan
         if not math.isfinite(v) or (minimum is not None and (v <= minimum if exclusive else v < minimum)):
             raise argparse.ArgumentTypeError(
-                f"expected a finite number {'>' if exclusive else '>='} {minimum}, got {text!r}")
+                f"expected a finite number {'>' if exclusive else '>='} {minimum}, written plainly "
+                f"(digits, '.', an exponent), got {text!r}")
         return v
     return parse
 
@@ -112,6 +118,7 @@ def csv_of(kind, name: str = "value"):
                 raise argparse.ArgumentTypeError(f"{name} {raw!r} is listed twice in {text!r}")
             seen.append(v)
         return values
+    parse.is_list = True   # a list option: the repeated-option error says how to give a list
     return parse
 
 
@@ -147,10 +154,11 @@ def uplo(text: str) -> bool:
 
 def shard(text: str) -> tuple[int, int]:
     """``I/K`` with 0 <= I < K."""
-    try:
-        i, k = (int(v) for v in str(text).split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/K, got {text!r}") from None
+    parts = str(text).split("/")
+    if len(parts) != 2 or not all(re.fullmatch(r"[0-9]+", v) for v in parts):
+        # plain digits only: int() would take ' 1', '+0' and '1_0' (which ran shard 0/10)
+        raise argparse.ArgumentTypeError(f"expected I/K, got {text!r}")
+    i, k = int(parts[0]), int(parts[1])
     if not (k >= 1 and 0 <= i < k):
         raise argparse.ArgumentTypeError(f"expected I/K with 0 <= I < K, got {text!r}")
     return i, k

@@ -101,8 +101,9 @@ def run(args) -> int:
             for batch in args.batch:
                 for upper in args.uplo:
                     shape = () if batch == 1 and not args.keep_batch_dim else (batch,)
-                    A = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype,
-                                  device=device, seed=args.seed).A
+                    tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype,
+                                   device=device, seed=args.seed)
+                    A = tm.A
                     B = None
                     if op.has_rhs:
                         g = torch.Generator().manual_seed(args.seed + 1)
@@ -110,7 +111,7 @@ def run(args) -> int:
                                         dtype=torch.float64).to(A.dtype).to(device)
                     c = compare(op.name, A, B, upper=upper, preferred=args.preferred,
                                 repeat=args.repeat, warmup=args.warmup, timing=True,
-                                matrix=spec.describe(), seed=args.seed, trace=args.trace,
+                                matrix=tm.description, seed=args.seed, trace=args.trace,
                                 trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout)
                     results.append(c)
                     if not args.summary_only:

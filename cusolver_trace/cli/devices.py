@@ -25,6 +25,9 @@ def run(args) -> int:
     json_path = output_path(args.json, "--json")
     con = console(stderr=json_path == "-")
     devices = [resolve_device(d) for d in args.device] if args.device else visible_devices()
+    twice = sorted({d for d in devices if devices.count(d) > 1})
+    if twice:   # cuda and cuda:0 too: the same GPU, run twice, would be two rows of one device
+        raise UsageError(f"--device names {', '.join(twice)} more than once")
     on_cpu = devices == ["cpu"]
     n = args.n or (CPU_DEFAULT_N if on_cpu else (1024 if op else 4096))
     for d in devices:

@@ -90,13 +90,13 @@ def run(args) -> int:
         method = op.method(m)
         if method.gpu_only and not device.startswith("cuda"):
             raise UsageError(f"method {m!r} needs a CUDA device; this sweep runs on {device}")
+    from ..matrices import check_cond
+
     for d in args.dtype:
-        eps = 2 * dtype_info(d).lapack_eps  # numpy's eps (one ulp at 1)
-        if args.cond * eps >= 0.5:  # cond·eps >= 1/2: rounding makes such a matrix indefinite
-            raise UsageError(f"--cond {args.cond:g} is too large for {d}: a matrix that "
-                             f"ill-conditioned (cond·eps >= 0.5, eps = {eps:.3g}) is not "
-                             "positive definite after rounding; use at most "
-                             f"{0.5 / eps:.3g}")
+        try:
+            check_cond(args.cond, d)   # the one rule, compare's --matrix random:cond=… too
+        except ValueError as exc:
+            raise UsageError(f"--{exc}") from None
         for k in args.n:
             for b in args.batch:
                 check_memory(12.0 * dtype_info(d).itemsize * k * k * b, device,

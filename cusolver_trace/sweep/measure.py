@@ -197,7 +197,9 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     """Check every method once, then time torch and all methods interleaved; one row each.
 
     ``torch`` is always included (first). Rows (JSON-ready dicts): the case's keys,
-    ``method``, ``resolved`` (what ``auto`` ran), ``checked`` (the entry point's checks on),
+    ``method``, ``resolved`` (what ``auto`` ran), ``checked`` (True: the entry point's checks
+    on; False: its ``check=False`` twin; None: a method with no checks of its own, torch's
+    call or the replay),
     ``status`` (``ok`` / ``FAILED`` (ratio >= 30 or NaN) / ``ERROR``), ``check`` and
     ``ratio``, ``error``, timing in ms (``median_ms``, ``q1_ms``, ``q3_ms``, ``iqr_ms``,
     ``min_ms``, ``repeat``, ``clock``, ``noisy``; per call, from runs of
@@ -214,15 +216,18 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     ceil = ceil if ceil is not None else ceiling(case.device, case.dtype)
     rows, fns = {}, {}
     for m in names:
-        variants = [(m, True)]
-        if unchecked and m in o.methods and o.methods[m].checkable:
+        checkable = m in o.methods and o.methods[m].checkable
+        # checked: the entry point's checks on (True) or off (its check=False twin, False);
+        # None for a method with no checks of its own (torch's call, the replay)
+        variants = [(m, True if checkable else None)]
+        if unchecked and checkable:
             variants.append((f"{m} (check=False)", False))
         for label, check in variants:
             row = dict(case.key, method=m, resolved=m, checked=check, status="ok",
                        check=o.check_name, ratio=None, error=None)
             try:
                 row["resolved"] = o.method(m).resolved(case.inputs)
-                fn = method_callable(case, m, check=check)
+                fn = method_callable(case, m, check=check is not False)
                 row["ratio"] = float(o.check(case.inputs, fn(), case.upper))
                 if not checks.passes(row["ratio"]):
                     row["status"] = "FAILED"

@@ -65,7 +65,7 @@ def results_table(rows):
     for r in rows:
         status = {"ok": "[green]ok[/]", "FAILED": "[bold red]FAILED[/]"}.get(r["status"], "[red]ERROR[/]")
         method = r["method"] + (f" → {r['resolved']}" if r["resolved"] != r["method"] else "") + (
-            "" if r.get("checked", True) else " (check=False)")
+            " (check=False)" if r.get("checked") is False else "")
         cells = ([str(r.get("physical_gpu", ""))] if len(gpus) > 1 else []) + [
                  r["dtype"], str(r["n"]), str(r["batch"]), method, status,
                  f"{r['check']} {fmt_number(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
@@ -99,7 +99,7 @@ def plot_sweep(rows, path) -> None:
     fig, axes = plt.subplots(len(groups), 2, figsize=(12, 4 * len(groups)), squeeze=False)
     for (op, d, b), (ax_t, ax_p) in zip(groups, axes):
         sub = [r for r in rows if (r["op"], r["dtype"], r["batch"]) == (op, d, b)
-               and r.get("checked", True)]
+               and r.get("checked") is not False]
         pct = "pct_of_ceiling_potri" if any("gflops_potri" in r for r in sub) else "pct_of_ceiling"
         for m in dict.fromkeys(r["method"] for r in sub):
             pts = sorted((r["n"], r.get("median_ms"), r.get(pct)) for r in sub if r["method"] == m)

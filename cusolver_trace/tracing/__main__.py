@@ -1,6 +1,7 @@
-"""``python -m cusolver_trace.tracing ...``: the ``cusolver-trace trace`` command."""
+"""``python -m cusolver_trace.tracing ...``: the ``cusolver-trace trace`` command, parsed by the
+same command-line parser (one-line usage errors, options given once)."""
 import sys
 
-from .command import main
+from ..cli import main
 
-sys.exit(main())
+sys.exit(main(["trace", *sys.argv[1:]]))

@@ -67,8 +67,10 @@ def positive_seconds(text: str) -> float:
     argparse.ArgumentTypeError
         For anything else (``-1``, ``0``, ``nan``, ``inf``, ``abc``).
     """
+    from ..matrices import plain_float   # written plainly: no spaces or underscores
+
     try:
-        value = float(text)
+        value = plain_float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
@@ -100,8 +102,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "shape (routine + size arguments n/m/k/nrhs/batchSize/lda), op (the torch "
                         "op that issued each call), line (the program's source line); "
                         "comma-separated, e.g. routine,shape")
-    p.add_argument("--tree", action=argparse.BooleanOptionalAction, default=True,
-                   help="show the call tree after the summary (default; --no-tree: summary only)")
+    # two flags of one mutually exclusive group, not BooleanOptionalAction: given both,
+    # argparse would keep the last one without a word
+    tree = p.add_mutually_exclusive_group()
+    tree.add_argument("--tree", dest="tree", action="store_const", const=True, default=True,
+                      help="show the call tree after the summary (default)")
+    tree.add_argument("--no-tree", dest="tree", action="store_const", const=False,
+                      help="the summary only")
     p.add_argument("--no-timing", action="store_true",
                    help="do not run the program under torch.profiler: calls only, no GPU times")
     p.add_argument("--overhead", action="store_true",

@@ -8,56 +8,13 @@ import os
 import re
 import sys
 
+from .._argparse import _SEEN, Parser, _StoreOnce  # noqa: F401  (the parser, re-exported)
+
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(ValueError):
     """A value the command cannot use (exit 2, one line)."""
-
-
-_SEEN = "_cusolver_trace_options_seen"   # the namespace attribute _StoreOnce keeps while parsing
-
-
-class _StoreOnce(argparse._StoreAction):
-    """argparse's ``store``, refusing an option given twice: argparse keeps the last value
-    and drops the first without a word (``--n 4 --n 8`` would run n = 8 only), and the CLI
-    never replaces what a user typed silently. List-valued options take one comma list."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        seen = getattr(namespace, _SEEN, None)
-        if seen is None:
-            seen = set()
-            setattr(namespace, _SEEN, seen)
-        if self.dest in seen:
-            hint = (f" with one comma-separated list ({option_string} 4,8)"
-                    if getattr(self.type, "is_list", False) else "")
-            parser.error(f"{option_string} given more than once (argparse would keep only the "
-                         f"last); give it once{hint}")
-        seen.add(self.dest)
-        super().__call__(parser, namespace, values, option_string)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (``PROG: error: ...``, with a pointer
-    to ``--help``) and exit 2, as every other bad input; an option that stores a value may be
-    given once (:class:`_StoreOnce`)."""
-
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.register("action", None, _StoreOnce)
-        self.register("action", "store", _StoreOnce)
-
-    def parse_known_args(self, args=None, namespace=None):
-        if namespace is None:
-            namespace = argparse.Namespace()
-        try:
-            return super().parse_known_args(args, namespace)
-        finally:   # also after an error: a caller may catch SystemExit and parse again
-            if hasattr(namespace, _SEEN):
-                delattr(namespace, _SEEN)
-
-    def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def console(*, stderr: bool = False):

@@ -164,8 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    p = argparse.ArgumentParser(prog="cusolver-trace trace", description=_DESCRIPTION,
-                                epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .._argparse import Parser   # one-line usage errors, options given once, as the CLI
+
+    p = Parser(prog="cusolver-trace trace", description=_DESCRIPTION,
+               epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_arguments(p)
     return p
 

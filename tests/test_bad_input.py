@@ -641,3 +641,29 @@ def test_a_random_matrix_past_half_over_eps_is_not_called_positive_definite(tmp_
     assert main(["compare", "--op", "cholesky", "--n", "8", "--matrix", "random:cond=1e6",
                  "--repeat", "0", "--json", str(out)]) == 0
     assert "Hermitian PD" in json.loads(out.read_text())[0]["spec"]["matrix"]
+
+
+def test_an_explicit_batch_must_match_a_batched_file(tmp_path):
+    """--batch 1 on a file holding a batch of 2 used to be taken for the default and ran the
+    file's batch: now exit 2; no --batch runs the file's batch, --batch 2 too."""
+    path = tmp_path / "b.npy"
+    np.save(path, np.stack([np.eye(3) * 2, np.eye(3) * 3]))
+    out = tmp_path / "c.json"
+    base = ["compare", "--op", "cholesky", "--matrix", f"file:{path}", "--repeat", "0",
+            "--json", str(out)]
+    assert main(base) == 0
+    assert json.loads(out.read_text())[0]["spec"]["batch"] == 2
+    assert main([*base, "--batch", "2"]) == 0
+    assert main([*base, "--batch", "1"]) == 2
+    assert main([*base, "--batch", "1,2"]) == 2
+
+
+def test_trace_with_a_reader_that_goes_away_is_141():
+    """``cusolver-trace trace … | head -1`` is 141 with no message, as every other command (it
+    could end with exit 2 and 'output closed early'), whichever write meets the closed pipe."""
+    script = (f"{sys.executable} -m cusolver_trace trace --no-timing -- {sys.executable} -c "
+              "\"print('x\\n' * 50000)\" | head -1 > /dev/null; echo ${PIPESTATUS[0]}")
+    for _ in range(3):
+        done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+        assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
+        assert "error" not in done.stderr and "Traceback" not in done.stderr

@@ -85,10 +85,11 @@ def run(args) -> int:
         raise UsageError(f"--n {','.join(map(str, args.n))}: --matrix {args.matrix} has n = {fixed}")
     sizes = args.n or ([fixed] if fixed is not None else [512])
     dtypes = args.dtype or [None]
+    batches = args.batch or [1]
     for d in dtypes:
         item = dtype_info(d or "complex128").itemsize
         for k in sizes:
-            for b in args.batch:
+            for b in batches:
                 check_memory(8.0 * item * k * k * b, device, f"n = {k}, batch = {b}")
     if device == "cpu":
         con.print("[bold]Running on the CPU[/]: no GPU here, so torch's CPU path (its own LAPACK) "
@@ -98,12 +99,18 @@ def run(args) -> int:
 
     for dtype in dtypes:
         for n in sizes:
-            for batch in args.batch:
+            for batch in batches:
                 for upper in args.uplo:
                     shape = () if batch == 1 and not args.keep_batch_dim else (batch,)
                     tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype,
                                    device=device, seed=args.seed)
                     A = tm.A
+                    if args.batch is not None and A.shape[:-2] not in ((), (batch,)) \
+                            and not (batch == 1 and A.shape[:-2] == (1,)):
+                        # a batched file: --batch given must be its batch (a --batch 1 used
+                        # to be taken for the default and run the file's whole batch)
+                        raise UsageError(f"--batch {batch}: --matrix {args.matrix} holds a batch "
+                                         f"of shape {tuple(A.shape[:-2])}")
                     B = None
                     if op.has_rhs:
                         g = torch.Generator().manual_seed(args.seed + 1)
@@ -150,7 +157,8 @@ def register(sub) -> None:
     p.add_argument("--n", type=csv_of(integer(0), "integer"), default=None,
                    help="matrix order(s), e.g. 64,1000 (default 512, or the size a file/digits/"
                         "classic3 matrix has)")
-    p.add_argument("--batch", type=csv_of(integer(1), "integer"), default=[1], help="batch size(s)")
+    p.add_argument("--batch", type=csv_of(integer(1), "integer"), default=None,
+                   help="batch size(s) (default 1; a batched .npy file: its own batch)")
     p.add_argument("--nrhs", type=integer(1), default=None,
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--dtype", type=csv_of(dtype_name, "dtype"), default=None,

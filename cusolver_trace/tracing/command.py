@@ -268,7 +268,8 @@ def run(args: argparse.Namespace) -> int:
         ``--from-log``: 0. Either way 2 for bad usage or bad input (missing,
         unreadable or non-text log, unknown section, output path that cannot be
         written), after one line on stderr; 3 for an internal error (with its
-        traceback); 130 if interrupted.
+        traceback); 130 if interrupted; 141 (the shell's status for SIGPIPE), with no
+        message, when the reader of stdout goes away (``| head``).
     """
     from rich.markup import escape
 
@@ -288,14 +289,16 @@ def run(args: argparse.Namespace) -> int:
         say("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # stdout closed early (``| head``): nothing more can be shown there.
+        # stdout closed early (``| head``): nothing more can be shown there, and, as every
+        # other command, no message and the shell's status for it (README: 141)
+        from .._console import EXIT_BROKEN_PIPE
+
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except (OSError, ValueError, AttributeError):
             pass
-        say("output closed early (broken pipe)")
-        return EXIT_USAGE
+        return EXIT_BROKEN_PIPE
     except OSError as e:
         say(_os_error_text(e))
         return EXIT_USAGE

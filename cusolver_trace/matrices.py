@@ -365,6 +365,7 @@ _MM_SIZE = re.compile(rb"[ \t]*([0-9]+)[ \t]+([0-9]+)(?:[ \t]+([0-9]+))?[ \t]*\r
 _MM_BLANK = re.compile(rb"[ \t]*\r?")
 _MM_BLANK_LINES = re.compile(rb"\n[ \t]*\r?(?=\n|\Z)")  # each match: one blank line
 _MM_INT64 = 2**63 - 1
+_MM_INF = re.compile(rb"(?i)inf")   # an infinity written in the data (inf / infinity)
 
 
 def _mm_bad_line_re(fmt: str, mm_field: str) -> re.Pattern:
@@ -500,6 +501,13 @@ def _read_mtx(path: Path) -> np.ndarray:
     except Exception as exc:  # noqa: BLE001 - any error of the reader comes from the file's text
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise bad(reason) from None
+    if a.dtype.kind in "fc" and _MM_INF.search(data, body) is None \
+            and np.isinf(a.view(a.real.dtype) if a.dtype.kind == "c" else a).any():
+        # no 'inf' written in the data, yet an infinite entry: a number past float64's range
+        # (1e400) that the reader rounded to inf; such a file does not hold the matrix it
+        # writes. (A file that writes inf somewhere is taken as it is.)
+        raise InputFileError(f"{path}: an entry is out of float64's range (|value| > 1.8e308); "
+                             "it would be read as inf")
     if a.dtype.kind in "iu" and a.size and (a.max() > _INT_EXACT or a.min() < -_INT_EXACT):
         big = int(a.max()) if a.max() > _INT_EXACT else int(a.min())
         raise InputFileError(f"{path}: integer entry {big} has no exact float64 value "

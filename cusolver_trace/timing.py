@@ -64,8 +64,10 @@ class Timing:
 
     @property
     def noisy(self) -> bool:
-        """The IQR exceeds 20 % of the median: the figure should not be trusted alone."""
-        return self.iqr_ms > NOISY_IQR * self.median_ms
+        """The IQR exceeds 20 % of the median, or there are fewer than 3 samples (their
+        quartiles say nothing of the spread: one sample has an IQR of 0): the figure should
+        not be trusted alone."""
+        return self.repeat < 3 or self.iqr_ms > NOISY_IQR * self.median_ms
 
     @classmethod
     def from_samples(cls, samples, clock):

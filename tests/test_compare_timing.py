@@ -580,3 +580,14 @@ def test_time_calls_idle_start_synchronizes_before_each_cuda_sample(monkeypatch)
         assert log.count("sync") == (8 if idle else 2)   # + the one before the loop, after it
     with pytest.raises(TypeError, match="idle_start"):
         timing.time_calls(fns, device="cuda:0", repeat=1, idle_start=1)
+
+
+def test_fewer_than_three_samples_are_never_a_trusted_spread():
+    """One sample has an IQR of 0, which compare reported as 'not noisy' (--repeat 1): with
+    fewer than 3 samples a timing is flagged noisy; from 3 on the IQR rule decides."""
+    from cusolver_trace.timing import Timing
+
+    assert Timing.from_samples([1.0], "x").noisy and Timing.from_samples([1.0], "x").iqr_ms == 0
+    assert Timing.from_samples([1.0, 1.0], "x").noisy
+    assert not Timing.from_samples([1.0, 1.0, 1.0], "x").noisy
+    assert Timing.from_samples([1.0, 1.0, 2.0, 2.0], "x").noisy

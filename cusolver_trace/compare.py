@@ -665,6 +665,10 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     factor = None if factor is None else as_input(factor, "factor")
     if factor is not None and A is not None and factor.device != A.device:
         raise ValueError(f"factor is on {factor.device} but A is on {A.device}")
+    if factor is not None and A is not None and factor.dtype != A.dtype:
+        # named here: the ratio check further on would name "A and Ainv"
+        raise TypeError(f"factor is {str(factor.dtype).replace('torch.', '')} but A is "
+                        f"{str(A.dtype).replace('torch.', '')}: they must have the same dtype")
     B = None if B is None else as_input(B, "B")
     inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=upper, seed=seed)
     device = inputs.x.device

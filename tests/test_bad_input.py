@@ -667,3 +667,13 @@ def test_trace_with_a_reader_that_goes_away_is_141():
         done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
         assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
         assert "error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_compare_names_the_factor_of_another_dtype():
+    """compare(..., factor=) of another dtype than A: a TypeError naming factor and A (it
+    named "A and Ainv", the check it reached later)."""
+    A = spd(4)
+    L = torch.linalg.cholesky(A)
+    with pytest.raises(TypeError, match="factor is float32 but A is float64"):
+        compare("cholesky_inverse", A, factor=L.float(), timing=False)
+    assert compare("cholesky_inverse", A, factor=L, timing=False).verdict != "MISMATCH"

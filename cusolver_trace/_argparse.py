@@ -21,8 +21,8 @@ class _StoreOnce(argparse._StoreAction):
             seen = set()
             setattr(namespace, _SEEN, seen)
         if self.dest in seen:
-            hint = (f" with one comma-separated list ({option_string} 4,8)"
-                    if getattr(self.type, "is_list", False) else "")
+            hint = (", with one comma-separated list" if getattr(self.type, "is_list", False)
+                    else "")
             parser.error(f"{option_string} given more than once (argparse would keep only the "
                          f"last); give it once{hint}")
         seen.add(self.dest)

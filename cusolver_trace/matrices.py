@@ -365,7 +365,9 @@ _MM_SIZE = re.compile(rb"[ \t]*([0-9]+)[ \t]+([0-9]+)(?:[ \t]+([0-9]+))?[ \t]*\r
 _MM_BLANK = re.compile(rb"[ \t]*\r?")
 _MM_BLANK_LINES = re.compile(rb"\n[ \t]*\r?(?=\n|\Z)")  # each match: one blank line
 _MM_INT64 = 2**63 - 1
-_MM_INF = re.compile(rb"(?i)inf")   # an infinity written in the data (inf / infinity)
+# a number with an exponent of 3+ digits, or 300+ digits before any exponent: the only
+# tokens that can overflow or underflow float64 (their values are checked one by one)
+_MM_EXTREME = re.compile(rb"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?0*[0-9]{3,}|[0-9]{300,}")
 
 
 def _mm_bad_line_re(fmt: str, mm_field: str) -> re.Pattern:
@@ -501,13 +503,17 @@ def _read_mtx(path: Path) -> np.ndarray:
     except Exception as exc:  # noqa: BLE001 - any error of the reader comes from the file's text
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise bad(reason) from None
-    if a.dtype.kind in "fc" and _MM_INF.search(data, body) is None \
-            and np.isinf(a.view(a.real.dtype) if a.dtype.kind == "c" else a).any():
-        # no 'inf' written in the data, yet an infinite entry: a number past float64's range
-        # (1e400) that the reader rounded to inf; such a file does not hold the matrix it
-        # writes. (A file that writes inf somewhere is taken as it is.)
-        raise InputFileError(f"{path}: an entry is out of float64's range (|value| > 1.8e308); "
-                             "it would be read as inf")
+    for m in _MM_EXTREME.finditer(data, body):
+        # a number whose exponent (or length) can leave float64's range: the reader would
+        # round it to inf or to 0, and the file would not hold the matrix it writes. Only
+        # such tokens are converted here (rare), not every number of the file.
+        token = m.group()
+        v = float(token)
+        if math.isinf(v) or (v == 0 and re.search(rb"[1-9]", token.split(b"e")[0].split(b"E")[0])):
+            where = 1 + data.count(b"\n", 0, m.start())
+            raise InputFileError(f"{path}: line {where}: {token.decode()[:40]} is out of "
+                                 "float64's range (it would be read as "
+                                 f"{'inf' if math.isinf(v) else '0'})")
     if a.dtype.kind in "iu" and a.size and (a.max() > _INT_EXACT or a.min() < -_INT_EXACT):
         big = int(a.max()) if a.max() > _INT_EXACT else int(a.min())
         raise InputFileError(f"{path}: integer entry {big} has no exact float64 value "
@@ -701,7 +707,10 @@ def plain_float(text) -> float:
     if not isinstance(text, str) or not _PLAIN_FLOAT.fullmatch(text):
         raise ValueError(f"expected a number written plainly (digits, '.', an exponent), got "
                          f"{text!r}")
-    return float(text)
+    v = float(text)
+    if v == 0 and re.search(r"[1-9]", text.partition("e")[0].partition("E")[0]):
+        raise ValueError(f"{text!r} is not 0 but rounds to 0 in float64 (below 4.9e-324)")
+    return v
 
 
 def max_cond(dtype) -> float:
@@ -718,14 +727,16 @@ def max_cond(dtype) -> float:
 
 
 def check_cond(cond: float, dtype) -> None:
-    """Raise ``ValueError`` when ``cond`` exceeds :func:`max_cond` for ``dtype`` (sweep's
+    """Raise ``ValueError`` unless ``1 <= cond <`` :func:`max_cond` for ``dtype`` (sweep's
     ``--cond`` and compare's ``--matrix random:cond=…`` alike)."""
     limit = max_cond(dtype)
-    if cond > limit:
+    if not 1 <= cond:   # NaN too
+        raise ValueError(f"cond must be a number >= 1, got {cond!r}")
+    if cond >= limit:
         name = dtype_info(dtype).name
-        raise ValueError(f"cond {cond:g} is too large for {name}: a matrix that ill-conditioned "
+        raise ValueError(f"cond {cond:.7g} is too large for {name}: a matrix that ill-conditioned "
                          f"(cond·eps >= 0.5, eps = {0.5 / limit:.3g}) is not positive definite "
-                         f"after rounding; use at most {limit:.3g}")
+                         f"after rounding; use less than {limit:.7g}")
 
 
 _KEYS = {"random": {"cond": plain_float, "mode": str},

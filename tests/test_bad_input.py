@@ -677,3 +677,19 @@ def test_compare_names_the_factor_of_another_dtype():
     with pytest.raises(TypeError, match="factor is float32 but A is float64"):
         compare("cholesky_inverse", A, factor=L.float(), timing=False)
     assert compare("cholesky_inverse", A, factor=L, timing=False).verdict != "MISMATCH"
+
+
+def test_numbers_that_round_to_zero_and_the_cond_limit():
+    """plain_float refuses a nonzero number that rounds to 0 (digits:jitter=1e-400 ran with
+    jitter 0); check_cond refuses cond·eps >= 1/2 (the limit itself too), NaN and cond < 1."""
+    from cusolver_trace.matrices import check_cond, max_cond, plain_float
+
+    with pytest.raises(ValueError, match="rounds to 0"):
+        plain_float("1e-400")
+    assert plain_float("0e-999") == 0 and plain_float("1e-320") == 1e-320
+    for cond in (max_cond("float32"), float("nan"), -5.0, 0.5):
+        with pytest.raises(ValueError):
+            check_cond(cond, "float32")
+    check_cond(max_cond("float32") * (1 - 1e-9), "float32")
+    assert main(["compare", "--op", "cholesky", "--n", "8", "--repeat", "0",
+                 "--matrix", "digits:jitter=1e-400"]) == 2

@@ -569,6 +569,8 @@ def test_rounding_noise_near_overflow_stays_finite(tmp_path):
     "%%MatrixMarket matrix array real general\n2 2\n4\n0\n0\n-1e309\n",
     "%%MatrixMarket matrix array complex hermitian\n2 2\n4 0\n0 1e999\n2 0\n",
     "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 4\n2 2 1e400\n",
+    "%%MatrixMarket matrix array real general\n2 2\ninf\n0\n0\n1e400\n",   # a written inf too
+    "%%MatrixMarket matrix array real general\n2 2\n4\n0\n0\n1e-400\n",    # rounds to 0
 ])
 def test_a_number_past_float64s_range_is_a_bad_file(tmp_path, text):
     """1e400 in a file was read as inf and compared as if the file said inf (exit 0): the
@@ -576,6 +578,11 @@ def test_a_number_past_float64s_range_is_a_bad_file(tmp_path, text):
     taken as it is."""
     msg = _bad(_write(tmp_path / "x.mtx", text.encode()))
     assert "out of float64's range" in msg
+    if "1e-400" in text:
+        assert "read as 0" in msg
+        ok = M.from_file(_write(tmp_path / "y.mtx", text.replace("1e-400", "1e-320").encode()))
+        assert ok[1, 1] == 1e-320   # a subnormal is in range
+        return
     ok = M.from_file(_write(tmp_path / "y.mtx", text.replace("1e400", "inf").replace(
         "-1e309", "-inf").replace("1e999", "inf").encode()))
     assert torch.isinf(torch.view_as_real(ok) if ok.is_complex() else ok).any()

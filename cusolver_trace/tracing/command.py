@@ -135,6 +135,9 @@ def _by_keys(text: str) -> tuple:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+_by_keys.is_list = True   # a comma list: the repeated-option error says so
+
+
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``trace`` subcommand to an argparse ``subparsers`` object.
 

@@ -839,13 +839,14 @@ def _time_split(ts: Side, rs: Side) -> TimeSplit:
         return t.reason if isinstance(t, Unavailable) else None
 
     tt, rt = ts.times(), rs.times()
-    noise = 0.0
+    noise, samples = 0.0, None
     if isinstance(tt["events"], Timing) and isinstance(rt["events"], Timing):
         noise = (tt["events"].iqr_ms + rt["events"].iqr_ms) / 2
+        samples = min(tt["events"].repeat, rt["events"].repeat)
     return time_split(*((med(tt[k]), med(rt[k])) for k in ("events", "gpu_busy", "host")),
                       noise_ms=noise, why_no_event=why(tt["events"]) or why(rt["events"]),
                       why_no_gpu=why(tt["gpu_busy"]) or why(rt["gpu_busy"]),
-                      why_no_host=why(tt["host"]) or why(rt["host"]))
+                      why_no_host=why(tt["host"]) or why(rt["host"]), samples=samples)
 
 
 @dataclass
@@ -1090,7 +1091,9 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
                      f"scipy's LAPACK; no GPU was used; threads: {cpu_threads()}")
     for s in (ts, rs):
         if s.timing is not None and s.timing.noisy:
-            notes.append(f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
+            notes.append(f"{s.name} timing is noisy: {s.timing.repeat} sample(s) say nothing of "
+                         "the spread (--repeat 3 or more)" if s.timing.repeat < 3 else
+                         f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
                          f"20 % of the median {s.timing.median_ms:.3g} ms")
     if ts.timing is not None or rs.timing is not None:
         for key, what in (("gpu_busy", "GPU-busy time"), ("host", "host issue time")):

@@ -447,7 +447,7 @@ def _ok(x) -> bool:
 
 def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms: float = 0.0,
                why_no_event: str | None = None, why_no_gpu: str | None = None,
-               why_no_host: str | None = None) -> TimeSplit:
+               why_no_host: str | None = None, samples: int | None = None) -> TimeSplit:
     """Is the difference between two calls' event times GPU work or issue overhead? (pure)
 
     A call's event time is its GPU-busy time plus the time the GPU sat idle inside the
@@ -467,6 +467,9 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
         verdict) unless it is also within 5 % ("alike").
     why_no_event, why_no_gpu, why_no_host : str, optional
         Why a time is unavailable, for the text.
+    samples : int, optional
+        The fewer of the two sides' event samples: below 3 their spread is unknown, so a
+        difference beyond 5 % is "noisy" (no verdict) whatever ``noise_ms`` says.
 
     Returns
     -------
@@ -509,6 +512,12 @@ def time_split(event_ms, gpu_ms, host_ms, *, names=("torch", "replay"), noise_ms
         if busy:
             text += f"; {busy}"
         return TimeSplit("alike", text, ratio, d, gpu_d, idle_d, host_d, None)
+    if samples is not None and samples < 3:
+        text = (f"time: {head} (difference {_signed(d)} ms), too few samples to tell "
+                f"({samples}: their spread is unknown); re-run with --repeat 3 or more")
+        if busy:
+            text += f"; {busy}"
+        return TimeSplit("noisy", text, ratio, d, gpu_d, idle_d, host_d, None)
     if abs(d) <= noise:
         # more than 5 % apart but inside the spread of the samples: neither "alike" (a 5x
         # difference with wide IQRs is not alike) nor a split worth stating

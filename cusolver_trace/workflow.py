@@ -161,5 +161,6 @@ def render(runs: list[DeviceRun], title: str = "hello_cholesky workflow: cholesk
                   f"{r.torch.median_ms / first.torch.median_ms:.3f}", str(r.torch_equals_replay),
                   str(checks.bitwise_equal(r.U, first.U)))
     if any(tm.noisy for r in runs for tm in (r.torch, r.replay)):
-        t.caption = "~ noisy: the IQR is more than 20 % of the median (more --repeat / --warmup)"
+        t.caption = ("~ noisy: the IQR is more than 20 % of the median, or fewer than 3 samples "
+                     "(more --repeat / --warmup)")
     return t

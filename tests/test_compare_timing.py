@@ -591,3 +591,15 @@ def test_fewer_than_three_samples_are_never_a_trusted_spread():
     assert Timing.from_samples([1.0, 1.0], "x").noisy
     assert not Timing.from_samples([1.0, 1.0, 1.0], "x").noisy
     assert Timing.from_samples([1.0, 1.0, 2.0, 2.0], "x").noisy
+
+
+def test_time_split_gives_no_verdict_from_fewer_than_three_samples():
+    """With 1 or 2 samples the spread is unknown (IQR 0): a difference beyond 5 % is 'noisy'
+    (it was split into GPU work / issue overhead from one sample); 'alike' still holds."""
+    from cusolver_trace.timing import time_split
+
+    assert time_split((1, 2), (0.9, 1.9), (0.05, 0.05)).kind == "gpu-work"
+    few = time_split((1, 2), (0.9, 1.9), (0.05, 0.05), samples=1)
+    assert few.kind == "noisy" and "too few samples" in few.text
+    assert time_split((1, 2), (0.9, 1.9), (0.05, 0.05), samples=3).kind == "gpu-work"
+    assert time_split((1, 1.01), (0.9, 0.9), (0.05, 0.05), samples=1).kind == "alike"

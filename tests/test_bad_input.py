@@ -656,6 +656,10 @@ def test_an_explicit_batch_must_match_a_batched_file(tmp_path):
     assert main([*base, "--batch", "2"]) == 0
     assert main([*base, "--batch", "1"]) == 2
     assert main([*base, "--batch", "1,2"]) == 2
+    out.unlink()
+    assert main([*base, "--batch", "2,1"]) == 2 and not out.exists()   # refused before any work
+    assert main([*base, "--keep-batch-dim"]) == 0   # the file's batch, not a batch of 1
+    assert json.loads(out.read_text())[0]["spec"]["batch"] == 2
 
 
 def test_trace_with_a_reader_that_goes_away_is_141():

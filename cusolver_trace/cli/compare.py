@@ -1,6 +1,8 @@
 """``cusolver-trace compare``: torch's op against the replay of its library calls."""
 from __future__ import annotations
 
+import math
+
 from .. import ops
 from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console, csv_of,
                       dtype_name, integer, output_path, resolve_device, uplo, write_json)
@@ -86,6 +88,17 @@ def run(args) -> int:
     sizes = args.n or ([fixed] if fixed is not None else [512])
     dtypes = args.dtype or [None]
     batches = args.batch or [1]
+    file_batch = ()
+    if spec.kind == "file":
+        # a batched file keeps its own batch: read it once here, so that a --batch it does not
+        # hold is refused before any work (a --batch 1 used to be taken for the default)
+        file_batch = tuple(spec.make(dtype=dtypes[0], device="cpu").A.shape[:-2])
+        if file_batch and args.batch is not None and (
+                len(file_batch) != 1 or any(b != file_batch[0] for b in args.batch)):
+            raise UsageError(f"--batch {','.join(map(str, args.batch))}: --matrix {args.matrix} "
+                             f"holds a batch of shape {file_batch}")
+        if file_batch:
+            batches = [file_batch[0] if len(file_batch) == 1 else math.prod(file_batch)]
     for d in dtypes:
         item = dtype_info(d or "complex128").itemsize
         for k in sizes:
@@ -101,16 +114,11 @@ def run(args) -> int:
         for n in sizes:
             for batch in batches:
                 for upper in args.uplo:
-                    shape = () if batch == 1 and not args.keep_batch_dim else (batch,)
+                    shape = () if file_batch or (batch == 1 and not args.keep_batch_dim) \
+                        else (batch,)
                     tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype,
                                    device=device, seed=args.seed)
                     A = tm.A
-                    if args.batch is not None and A.shape[:-2] not in ((), (batch,)) \
-                            and not (batch == 1 and A.shape[:-2] == (1,)):
-                        # a batched file: --batch given must be its batch (a --batch 1 used
-                        # to be taken for the default and run the file's whole batch)
-                        raise UsageError(f"--batch {batch}: --matrix {args.matrix} holds a batch "
-                                         f"of shape {tuple(A.shape[:-2])}")
                     B = None
                     if op.has_rhs:
                         g = torch.Generator().manual_seed(args.seed + 1)

@@ -697,3 +697,15 @@ def test_numbers_that_round_to_zero_and_the_cond_limit():
     check_cond(max_cond("float32") * (1 - 1e-9), "float32")
     assert main(["compare", "--op", "cholesky", "--n", "8", "--repeat", "0",
                  "--matrix", "digits:jitter=1e-400"]) == 2
+
+
+def test_trace_keeps_the_programs_stderr_when_stdouts_reader_goes_away():
+    """The program's own stderr (still open) is shown before the exit for the broken pipe;
+    it was lost when echoing its stdout met the closed pipe first."""
+    prog = ("import sys\nfor i in range(100000): print(i)\n"
+            "sys.stderr.write('IMPORTANT: something failed\\n'); sys.exit(5)")
+    script = (f"{sys.executable} -m cusolver_trace trace --no-timing -- {sys.executable} -c "
+              f"\"{prog}\" | head -1 > /dev/null; echo ${{PIPESTATUS[0]}}")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
+    assert "IMPORTANT: something failed" in done.stderr and "Traceback" not in done.stderr

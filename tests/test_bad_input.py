@@ -709,3 +709,12 @@ def test_trace_keeps_the_programs_stderr_when_stdouts_reader_goes_away():
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "141", (done.stdout, done.stderr[-2000:])
     assert "IMPORTANT: something failed" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_compare_digits_takes_any_n_up_to_its_samples():
+    """--matrix digits --n 8 was refused ('has n = 1797') though the source takes the first
+    n samples for any n <= 1797."""
+    assert main(["compare", "--op", "cholesky", "--n", "8", "--matrix", "digits",
+                 "--repeat", "0"]) == 0
+    assert main(["compare", "--op", "cholesky", "--n", "1800", "--matrix", "digits",
+                 "--repeat", "0"]) == 2

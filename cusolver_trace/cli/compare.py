@@ -83,6 +83,8 @@ def run(args) -> int:
     spec = parse_matrix_spec(args.matrix)
     device = resolve_device(args.device)
     fixed = spec.fixed_n()
+    if spec.kind == "digits" and args.n is not None:
+        fixed = None   # digits takes any n up to its samples (the first n); its default is all
     if args.n is not None and fixed is not None and any(k != fixed for k in args.n):
         raise UsageError(f"--n {','.join(map(str, args.n))}: --matrix {args.matrix} has n = {fixed}")
     sizes = args.n or ([fixed] if fixed is not None else [512])

@@ -384,3 +384,29 @@ def test_launch_on_another_device_loads_and_launches_there(monkeypatch):
     current["dev"] = 1                             # now current: no switch, same handle
     cc._launch(prep, values, params)
     assert launched[-1] == (501, 1) and looked_up == [(1, 1)]
+
+
+def test_every_launch_struct_points_its_kernel_params_at_its_values():
+    """The three driver launches (copy prologue, fused kernels, check kernel) share one
+    argument-struct type: each thread's kernelParams entry is the address of its values."""
+    import threading
+
+    from cusolver_trace.backends import cuda, fused
+
+    def pointers():
+        out = []
+        for values, params in (cc._arg_buffer(), fused._arg_buffer()):
+            assert ctypes.c_void_p.from_address(params).value == values.ctypes.data
+            out.append(values.ctypes.data)
+        s = cuda._StatusArgs()
+        assert ctypes.c_void_p.from_address(s.params_ptr).value == s.values.ctypes.data
+        assert s.param.nbytes == 8 * len(cuda._STATUS_FIELDS)
+        return out
+
+    here = pointers()
+    assert here == pointers()                 # one buffer per thread, kept
+    other = []
+    t = threading.Thread(target=lambda: other.extend(pointers()))
+    t.start()
+    t.join()
+    assert not set(here) & set(other)         # another thread's own buffers

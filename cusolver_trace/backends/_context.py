@@ -148,6 +148,32 @@ class Scratch:
         self.stream, self.buf, self.nbytes = None, None, 0
 
 
+class LaunchArgs:
+    """A kernel's argument struct of ``nfields`` int64 on the host (``values``), and the
+    one-entry ``void*`` array a driver launch takes as ``kernelParams``, pointing at it
+    (``params_ptr``; ``cuLaunchKernel`` copies the struct at launch, so one per thread
+    serves every call). The struct is passed by value: one conversion per launch instead of
+    one per argument, which CuPy's ``Function.__call__`` pays. The launches of
+    :mod:`.cuda_copy`, :mod:`.fused` and the check kernel (:mod:`.cuda`) use it.
+
+    Examples
+    --------
+    >>> import ctypes
+    >>> a = LaunchArgs(3)
+    >>> ctypes.c_void_p.from_address(a.params_ptr).value == a.values.ctypes.data
+    True
+    """
+
+    __slots__ = ("values", "params", "params_ptr")
+
+    def __init__(self, nfields: int):
+        import numpy as np
+
+        self.values = np.zeros(nfields, dtype=np.int64)
+        self.params = np.array([self.values.ctypes.data], dtype=np.uintp)   # kept alive here
+        self.params_ptr = self.params.ctypes.data
+
+
 class StreamRef:
     """An object with a ``ptr`` attribute, what CuPy's kernel launch takes as ``stream=``
     (``cupy.cuda.function.Function.__call__`` reads only ``stream.ptr``)."""

@@ -30,8 +30,8 @@ from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
 from . import cuda_copy
-from ._context import (Scratch, StreamRef, device_bytes, bound, context, current_device,
-                       current_stream_ptr, on_device, pointer_array, size_key)
+from ._context import (LaunchArgs, Scratch, StreamRef, device_bytes, bound, context,
+                       current_device, current_stream_ptr, on_device, size_key)
 
 APIS = ("X", "legacy", "batched")
 
@@ -308,10 +308,7 @@ def potrs(c: torch.Tensor, b: torch.Tensor, upper: bool, api: str = "X"):
     (cuSOLVER accepts nrhs = 1 only). Returns ``(X, info)``; cuSOLVER's potrs
     ``info`` reports illegal arguments only, never a singular factor.
     """
-    if api == "batched" and b.shape[-1] != 1:
-        raise ValueError(f"cusolverDn{_dtype(c.dtype).prefix.upper()}potrsBatched supports "
-                         f"nrhs = 1 only, got nrhs = {b.shape[-1]}")
-    return _solve(c, b, upper, api)
+    return _solve(c, b, upper, api)   # nrhs = 1 for "batched" checked there, before any copy
 
 
 @on_tensor_device
@@ -642,19 +639,16 @@ def _strided(x: torch.Tensor, n: int, nc: int):
     return x.data_ptr(), b * nc, r * nc, c * nc
 
 
-class _StatusArgs:
-    """The kernel's argument struct on the host: 14 int64 in one NumPy buffer, the size-1
-    view of it that a CuPy launch passes by value, and the ``kernelParams`` array of a
-    driver launch (one entry, pointing at the values). One per thread and device: a launch
-    copies the values, so the next launch may refill it."""
+class _StatusArgs(LaunchArgs):
+    """The check kernel's argument struct (:class:`._context.LaunchArgs`, 14 int64), and the
+    size-1 view of it that a CuPy launch passes by value (the CPU tests' fake kernel reads
+    it). One per thread and device."""
 
-    __slots__ = ("values", "param", "params", "params_ptr")
+    __slots__ = ("param",)
 
     def __init__(self):
-        self.values = np.zeros(len(_STATUS_FIELDS), dtype=np.int64)
+        super().__init__(len(_STATUS_FIELDS))
         self.param = self.values.view(np.dtype((np.void, self.values.nbytes)))
-        self.params = np.array([self.values.ctypes.data], dtype=np.uintp)
-        self.params_ptr = self.params.ctypes.data
 
 
 def _launch_status(idx: int, prefix: str, grid: tuple, args: _StatusArgs, stream: int) -> None:

@@ -30,7 +30,7 @@ import threading
 import numpy as np
 
 from ..raw import _load
-from ._context import current_device, current_stream_ptr
+from ._context import LaunchArgs, current_device, current_stream_ptr
 
 #: Modes of one job: copy every entry, only the upper (row <= column) or lower (row >= column)
 #: triangle with the other zeroed, or write an identity (no source).
@@ -254,20 +254,16 @@ def _function(idx: int, itemsize: int) -> int:
     return fn
 
 
-def _new_arg_buffer():
-    """This thread's argument buffer, made on first use: ``(values, kernelParams address,
-    the array at that address)``, the struct's int64 values and a one-entry ``void*`` array
-    pointing at them (``cuLaunchKernel`` copies the struct)."""
-    values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
-    params = np.array([values.ctypes.data], dtype=np.uintp)
-    buf = _ARGS.buf = (values, params.ctypes.data, params)
+def _new_arg_buffer() -> LaunchArgs:
+    """This thread's argument struct (:class:`._context.LaunchArgs`), made on first use."""
+    buf = _ARGS.buf = LaunchArgs(len(_ARG_FIELDS))
     return buf
 
 
 def _arg_buffer():
     """This thread's ``(values, kernelParams address)`` (see :func:`_new_arg_buffer`)."""
     buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
-    return buf[0], buf[1]
+    return buf.values, buf.params_ptr
 
 
 def _driver():
@@ -430,7 +426,7 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
             inf.zero_()
         return wa, wb, inf
     buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
-    values = buf[0]
+    values = buf.values
     values[:] = prep.template
     values[_SRC0] = a.data_ptr()
     values[_DST0] = wa.data_ptr()
@@ -440,7 +436,7 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
             values[_SRC1] = b.data_ptr()
     if inf is not None:
         values[_INFO] = inf.data_ptr()
-    _launch(prep, values, buf[1])
+    _launch(prep, values, buf.params_ptr)
     return wa, wb, inf
 
 

@@ -1155,17 +1155,11 @@ _ARGS = threading.local()   # per thread: the struct's buffer and cuLaunchKernel
 
 def _arg_buffer():
     """This thread's ``(values, params)``: 8 int64 holding the struct, and the address of
-    ``kernelParams``, a one-entry ``void*`` array pointing at them, for
-    ``cuLaunchKernel`` (which copies the struct at launch, so one buffer per thread
-    serves every call)."""
+    ``kernelParams`` for ``cuLaunchKernel`` (:class:`._context.LaunchArgs`)."""
     buf = getattr(_ARGS, "buf", None)
     if buf is None:
-        import numpy as np
-
-        values = np.zeros(len(_ARG_FIELDS), dtype=np.int64)
-        params = np.array([values.ctypes.data], dtype=np.uintp)
-        buf = _ARGS.buf = (values, params.ctypes.data, params)   # params kept alive here
-    return buf[0], buf[1]
+        buf = _ARGS.buf = _context.LaunchArgs(len(_ARG_FIELDS))
+    return buf.values, buf.params_ptr
 
 
 class _Prepared:

@@ -160,20 +160,13 @@ def _dn():
     return _DN
 
 
-def _raise_solver(routine: str, exc: BaseException):
-    err = _status.translated(CuSolverStatusError, routine, exc)
-    if err is None:
-        raise exc
-    raise err from exc
-
-
 def Xpotrf_bufferSize(handle, params, uplo, n, dataTypeA, A, lda, computeType) -> tuple[int, int]:
     """``cusolverDnXpotrf_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
     try:
         return tuple((_DN or _dn()).xpotrf_buffer_size(handle, params, uplo, n, dataTypeA, A, lda,
                                                        computeType))
     except Exception as exc:
-        _raise_solver("cusolverDnXpotrf_bufferSize", exc)
+        _status.reraise(CuSolverStatusError, "cusolverDnXpotrf_bufferSize", exc)
 
 
 def Xpotrf(handle, params, uplo, n, dataTypeA, A, lda, computeType, bufferOnDevice,
@@ -184,7 +177,7 @@ def Xpotrf(handle, params, uplo, n, dataTypeA, A, lda, computeType, bufferOnDevi
                               bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost,
                               workspaceInBytesOnHost, info)
     except Exception as exc:
-        _raise_solver("cusolverDnXpotrf", exc)
+        _status.reraise(CuSolverStatusError, "cusolverDnXpotrf", exc)
 
 
 def Xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb, info) -> None:
@@ -193,7 +186,7 @@ def Xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb, 
         (_DN or _dn()).xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb,
                               info)
     except Exception as exc:
-        _raise_solver("cusolverDnXpotrs", exc)
+        _status.reraise(CuSolverStatusError, "cusolverDnXpotrs", exc)
 
 
 def Xtrtri_bufferSize(handle, uplo, diag, n, dataTypeA, A, lda) -> tuple[int, int]:

@@ -680,9 +680,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     if not timing or int(repeat) == 0:
         run.why_not_timed = "not timed (repeat = 0)" if timing else "not timed (timing=False)"
     calls = _trace_sides(o, inputs, upper, path, preferred, trace_timeout) if trace else None
-    f = _facts(o, inputs, upper, run)
-    f.failures_alike = _failures_alike(o, inputs, run, f)
-    f.healthy = _healthy_members_agree(o, inputs, upper, run, f, bool(path.bitwise))
+    f = _facts(o, inputs, upper, run, exact=bool(path.bitwise))
     ts = _side(o, "torch", inputs, upper, run.t_out, f.t_info, f, run)
     rs = _side(o, "replay", inputs, upper, run.r_out, f.r_info, f, run)
     v = verdict(bitwise=f.bitwise, info_agree=f.info_agree, info_failed=f.info_failed,
@@ -926,8 +924,10 @@ class _Facts:
     healthy: bool | None = None     # :func:`_healthy_members_agree`
 
 
-def _facts(o, inputs, upper, run: _Run) -> _Facts:
-    """Info on both sides, whether the outputs are compared at all, and their differences."""
+def _facts(o, inputs, upper, run: _Run, *, exact: bool) -> _Facts:
+    """Info on both sides, whether the outputs are compared at all, their differences, and
+    the batch facts (failures alike, healthy members agreeing; ``exact``: the replay runs
+    torch's own routine)."""
     import torch
 
     r_info = [int(v) for v in run.r_info.reshape(-1).cpu()]
@@ -951,6 +951,8 @@ def _facts(o, inputs, upper, run: _Run) -> _Facts:
         f.nonfinite = bool(checks.nonfinite_count(t) or checks.nonfinite_count(r))
         f.alike = _nonfinite_alike(t, r) if f.nonfinite else True
         f.rel_diff = _finite_rel_diff(t, r) if f.nonfinite else float(checks.rel_fro_diff(t, r))
+    f.failures_alike = _failures_alike(o, inputs, run, f)
+    f.healthy = _healthy_members_agree(o, inputs, upper, run, f, exact)
     return f
 
 

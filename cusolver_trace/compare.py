@@ -655,8 +655,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                          f"warmup={warmup!r}")
     if int(repeat) < 0 or int(warmup) < 0:
         raise ValueError(f"repeat and warmup must be >= 0, got repeat={repeat} warmup={warmup}")
-    if preferred not in (None, "default", "cusolver", "magma"):
-        raise ValueError(f"preferred must be 'default', 'cusolver' or 'magma', got {preferred!r}")
+    ops.check_preferred(preferred)
     if torch_version is not None:
         ops.parse_version(torch_version)
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**63:

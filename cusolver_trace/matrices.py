@@ -508,12 +508,11 @@ def _read_mtx(path: Path) -> np.ndarray:
         # round it to inf or to 0, and the file would not hold the matrix it writes. Only
         # such tokens are converted here (rare), not every number of the file.
         token = m.group()
-        v = float(token)
-        if math.isinf(v) or (v == 0 and re.search(rb"[1-9]", token.split(b"e")[0].split(b"E")[0])):
+        read_as = _rounds_to(token, float(token))
+        if read_as:
             where = 1 + data.count(b"\n", 0, m.start())
             raise InputFileError(f"{path}: line {where}: {token.decode()[:40]} is out of "
-                                 "float64's range (it would be read as "
-                                 f"{'inf' if math.isinf(v) else '0'})")
+                                 f"float64's range (it would be read as {read_as})")
     if a.dtype.kind in "iu" and a.size and (a.max() > _INT_EXACT or a.min() < -_INT_EXACT):
         big = int(a.max()) if a.max() > _INT_EXACT else int(a.min())
         raise InputFileError(f"{path}: integer entry {big} has no exact float64 value "
@@ -708,9 +707,19 @@ def plain_float(text) -> float:
         raise ValueError(f"expected a number written plainly (digits, '.', an exponent), got "
                          f"{text!r}")
     v = float(text)
-    if v == 0 and re.search(r"[1-9]", text.partition("e")[0].partition("E")[0]):
+    if _rounds_to(text, v) == "0":
         raise ValueError(f"{text!r} is not 0 but rounds to 0 in float64 (below 4.9e-324)")
     return v
+
+
+def _rounds_to(text, value: float) -> str | None:
+    """``"inf"`` / ``"0"`` when the decimal ``text`` (str or bytes, read as ``value``) lies
+    outside float64's range and was rounded to that, else None. The one range rule for
+    numbers the user writes (:func:`plain_float`, Matrix Market data)."""
+    if math.isinf(value):
+        return "inf"
+    mantissa = re.split(r"[eE]", text if isinstance(text, str) else text.decode("ascii"))[0]
+    return "0" if value == 0 and re.search(r"[1-9]", mantissa) else None
 
 
 def max_cond(dtype) -> float:

@@ -29,8 +29,18 @@ import numpy as np
 
 __all__ = ["Op", "OpError", "DispatchRule", "When", "Inputs", "Method", "TorchPath", "register",
            "unregister", "get", "all_ops", "names", "prepare_inputs", "parse_version",
-           "preferred_library", "current_preference", "ANY", "UP_TO_2_11", "FROM_2_12",
-           "TORCH", "TORCH_CUSOLVER", "REPLAY"]
+           "preferred_library", "current_preference", "PREFERENCES", "check_preferred", "ANY",
+           "UP_TO_2_11", "FROM_2_12", "TORCH", "TORCH_CUSOLVER", "REPLAY"]
+
+#: The backend preferences a comparison can ask for (torch's ``preferred_linalg_library``).
+PREFERENCES = (None, "default", "cusolver", "magma")
+
+
+def check_preferred(preferred) -> None:
+    """Raise ``ValueError`` unless ``preferred`` is one of :data:`PREFERENCES` (the one check,
+    for :meth:`Op.torch_path` and :func:`cusolver_trace.compare.compare`)."""
+    if preferred not in PREFERENCES:
+        raise ValueError(f"preferred must be 'default', 'cusolver' or 'magma', got {preferred!r}")
 
 
 class OpError(ValueError):
@@ -390,9 +400,7 @@ class Op:
                 raise ValueError(f"{what} must be an int >= 0, got {v!r}")
         if str(device).split(":")[0] not in ("cuda", "cpu"):
             raise ValueError(f"device must be 'cuda' or 'cpu' (or 'cuda:N'), got {device!r}")
-        if preferred not in (None, "default", "cusolver", "magma"):
-            raise ValueError(f"preferred must be 'default', 'cusolver' or 'magma', got "
-                             f"{preferred!r}")
+        check_preferred(preferred)
         t = dtype_info(dtype).prefix
 
         def fmt(calls):
@@ -454,8 +462,6 @@ class Op:
         if not inputs.on_cuda:
             def on_cpu():
                 out, info = self.cpu_replay(inputs, upper)
-                import numpy as np
-
                 return (torch.from_numpy(np.ascontiguousarray(out)),
                         torch.from_numpy(np.asarray(info, dtype=np.int32)), path)
             return on_cpu

@@ -82,25 +82,29 @@ def run(args) -> int:
     con = console(stderr=json_path == "-")
     spec = parse_matrix_spec(args.matrix)
     device = resolve_device(args.device)
-    fixed = spec.fixed_n()
+    dtypes = args.dtype or [None]
+    file_batch = ()
+    if spec.kind == "file":
+        # read once here for its order and its batch: a batched file keeps its own batch, and
+        # a --batch it does not hold is refused before any work (a --batch 1 used to be taken
+        # for the default)
+        probe = spec.make(dtype=dtypes[0], device="cpu").A
+        fixed, file_batch = probe.shape[-1], tuple(probe.shape[:-2])
+        del probe
+    else:
+        fixed = spec.fixed_n()
     if spec.kind == "digits" and args.n is not None:
         fixed = None   # digits takes any n up to its samples (the first n); its default is all
     if args.n is not None and fixed is not None and any(k != fixed for k in args.n):
         raise UsageError(f"--n {','.join(map(str, args.n))}: --matrix {args.matrix} has n = {fixed}")
     sizes = args.n or ([fixed] if fixed is not None else [512])
-    dtypes = args.dtype or [None]
     batches = args.batch or [1]
-    file_batch = ()
-    if spec.kind == "file":
-        # a batched file keeps its own batch: read it once here, so that a --batch it does not
-        # hold is refused before any work (a --batch 1 used to be taken for the default)
-        file_batch = tuple(spec.make(dtype=dtypes[0], device="cpu").A.shape[:-2])
-        if file_batch and args.batch is not None and (
-                len(file_batch) != 1 or any(b != file_batch[0] for b in args.batch)):
+    if file_batch:
+        if args.batch is not None and (len(file_batch) != 1
+                                       or any(b != file_batch[0] for b in args.batch)):
             raise UsageError(f"--batch {','.join(map(str, args.batch))}: --matrix {args.matrix} "
                              f"holds a batch of shape {file_batch}")
-        if file_batch:
-            batches = [file_batch[0] if len(file_batch) == 1 else math.prod(file_batch)]
+        batches = [math.prod(file_batch)]
     for d in dtypes:
         item = dtype_info(d or "complex128").itemsize
         for k in sizes:

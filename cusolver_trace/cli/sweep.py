@@ -157,7 +157,8 @@ def run(args) -> int:
         con.print(f"wrote {args.plot}")
     noisy = [r for r in rows if r.get("noisy")]
     if noisy:
-        con.print(f"[yellow]{len(noisy)} row(s) noisy[/] (IQR > 20 % of the median, or fewer than 3 samples): "
+        con.print(f"[yellow]{len(noisy)} row(s) noisy[/] (IQR > 20 % of the median, or fewer "
+                  "than 3 samples): "
                   + ", ".join(f"{r['method']} n={r['n']}" for r in noisy[:8]))
     bad = [r for r in rows if r["status"] != "ok"]
     for r in bad:

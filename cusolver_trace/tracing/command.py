@@ -432,19 +432,13 @@ def _run(args: argparse.Namespace, say) -> int:
     if argv_profiled:  # kineto's own start/stop lines are not the program's
         result.stderr = "".join(line for line in result.stderr.splitlines(keepends=True)
                                 if not _KINETO_NOISE.match(line))
-
-    def program_stderr():
-        if result.stderr:
+    try:
+        _echo(human, result.output)
+    finally:   # also when stdout's reader went away: stderr is still open, and the program's
+        if result.stderr:   # own errors are shown before the exit for the broken pipe
             sys.stderr.write(result.stderr if result.stderr.endswith("\n")
                              else result.stderr + "\n")
             sys.stderr.flush()
-
-    try:
-        _echo(human, result.output)
-    except BrokenPipeError:
-        program_stderr()   # stdout's reader went away; stderr is still open: the program's
-        raise              # own errors are shown before the exit for the broken pipe
-    program_stderr()
     section_missing = False
     try:
         trace = result.to_trace(section=args.section)

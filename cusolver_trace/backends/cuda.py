@@ -657,8 +657,8 @@ def _launch_status(idx: int, prefix: str, grid: tuple, args: _StatusArgs, stream
     :mod:`.cuda_copy` launches: CuPy's ``Function.__call__`` converts its arguments on every
     call, a few µs of each checked call's host time. The CPU tests replace this function."""
     fn = _status_function(idx, prefix)
-    _load.cupy().cuda.driver.launchKernel(fn.ptr, grid[0], grid[1], 1, _THREADS, 1, 1, 0, stream,
-                                          args.params_ptr, 0)
+    _load.cupy_driver().launchKernel(fn.ptr, grid[0], grid[1], 1, _THREADS, 1, 1, 0, stream,
+                                     args.params_ptr, 0)
 
 
 def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):

@@ -269,7 +269,7 @@ def _arg_buffer():
 def _driver():
     global _DRIVER
     if _DRIVER is None:
-        _DRIVER = _load.cupy().cuda.driver
+        _DRIVER = _load.cupy_driver()
     return _DRIVER
 
 

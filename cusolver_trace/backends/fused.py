@@ -1251,9 +1251,9 @@ def _launch(prep: _Prepared, idx, x, b, out, info, batch, check):
 def _driver():
     global _DRIVER
     if _DRIVER is None:
-        from cupy.cuda import driver
+        from ..raw import _load
 
-        _DRIVER = driver
+        _DRIVER = _load.cupy_driver()
     return _DRIVER
 
 

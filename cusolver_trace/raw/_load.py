@@ -67,6 +67,13 @@ def cupy():
 
 
 @functools.cache
+def cupy_driver():
+    """``cupy.cuda.driver``: its ``launchKernel`` is the one ``cuLaunchKernel`` of the
+    backends' own kernels (the copy prologue, the fused kernels, the check kernel)."""
+    return cupy().cuda.driver
+
+
+@functools.cache
 def nvmath_cusolverDn():
     """``nvmath.bindings.cusolverDn`` (potri, the 64-bit X API, Xtrtri)."""
     torch_cuda()

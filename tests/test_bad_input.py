@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 import torch
 
 import cusolver_trace as ct
@@ -718,3 +718,42 @@ def test_compare_digits_takes_any_n_up_to_its_samples():
                  "--repeat", "0"]) == 0
     assert main(["compare", "--op", "cholesky", "--n", "1800", "--matrix", "digits",
                  "--repeat", "0"]) == 2
+
+
+@given(text=st.text(alphabet="0123456789/+-_ .e٣", max_size=8),
+       repeat=st.sampled_from(["--n", "--dtype", "--method", "--shard"]))
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])   # capsys: read each time
+def test_shard_and_cond_text_and_repeated_options_parse_strictly(text, repeat, capsys):
+    """sweep's --shard I/K and --cond take plain digits only, and any value option given twice
+    is refused: each either parses to the plain reading or is exit 2 with one line; the argv
+    list is never changed."""
+    import re
+
+    from cusolver_trace.cli import build_parser
+
+    def parse(argv):
+        before = list(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as e:
+            assert e.code == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "error:" in err
+            args = None
+        assert argv == before
+        return args
+
+    base = ["sweep", "--op", "cholesky", "--n", "8", "--out", "x.json"]
+    args = parse([*base, "--shard", text])
+    m = re.fullmatch(r"([0-9]+)/([0-9]+)", text)
+    ok = m is not None and 0 <= int(m[1]) < int(m[2])
+    assert (args is not None) == ok
+    if ok:
+        assert tuple(args.shard) == (int(m[1]), int(m[2]))
+    args = parse([*base, "--cond", text])
+    plain = re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text)
+    if args is not None:
+        assert plain and args.cond == float(text) and args.cond >= 1
+    value = {"--n": "8", "--dtype": "float64", "--method": "torch", "--shard": "0/2"}[repeat]
+    assert parse([*base, repeat, value, repeat, value]) is None

@@ -890,10 +890,13 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
             fns = {"torch": torch_side, "replay": replay_side}
             dev = device if device.type == "cuda" else None
             # each sample from an idle GPU: a single call of tens of µs would otherwise start
-            # behind the other side's queued work, and the ratio swing with the interleaving
-            timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, idle_start=True)
+            # behind the other side's queued work, and the ratio swing with the interleaving;
+            # and right after an untimed call of the same side, so that neither side's sample
+            # pays for the other side's call having pushed its host path out of the caches
+            timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, idle_start=True,
+                                 warm_each=True)
             gpu = time_gpu_busy(fns, device=dev, repeat=min(repeat, GPU_BUSY_MAX_CALLS))
-            host = time_host(fns, device=dev, repeat=repeat)
+            host = time_host(fns, device=dev, repeat=repeat, warm_each=True)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     run = _Run(t_out, t_info, t_error, r_out, r_info, timings, gpu, host)

@@ -99,7 +99,7 @@ def l2_flush_buffer(device, nbytes: int = 256 * 2**20):
 
 
 def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flush_l2: bool = False,
-               calls_per_sample: int = 1, idle_start: bool = False):
+               calls_per_sample: int = 1, idle_start: bool = False, warm_each: bool = False):
     """Time several zero-argument callables interleaved; returns ``{name: Timing}``.
 
     Parameters
@@ -129,6 +129,15 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
         left queued. Without it, samples follow each other without synchronizing, and a
         sample's start event waits behind the previous one's work, which makes single calls
         of tens of µs swing with the interleaving. ``compare`` times with it.
+    warm_each : bool
+        One untimed call of the same callable right before each of its CUDA samples (before
+        ``idle_start``'s synchronize, so the GPU is idle again when the sample starts). With
+        callables interleaved, a sample is otherwise the first call after another
+        callable's, and pays for bringing its own host path back into the CPU's caches, an
+        extra that falls unevenly on the side with more host code. With it, each sample is
+        a call as it runs in a user's loop, from an idle GPU. ``compare`` times with it.
+        The CPU clock's samples are always warm (one untimed call starts each callable's
+        block).
 
     Examples
     --------
@@ -148,6 +157,8 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
     k = calls_per_sample
     if not isinstance(idle_start, bool):
         raise TypeError(f"time_calls needs idle_start, a bool, got {idle_start!r}")
+    if not isinstance(warm_each, bool):
+        raise TypeError(f"time_calls needs warm_each, a bool, got {warm_each!r}")
     on_cuda = device is not None and torch.device(device).type == "cuda"
     for _ in range(warmup):
         for fn in fns.values():
@@ -161,6 +172,8 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
             pairs = {k: [] for k in fns}
             for _ in range(repeat):
                 for name, fn in fns.items():
+                    if warm_each:
+                        fn()
                     if flush is not None:
                         flush.zero_()
                     if idle_start:
@@ -341,7 +354,7 @@ def time_gpu_busy(fns: dict, *, device=None, repeat: int = 20) -> dict:
     return gpu_busy_from_events(events, names)
 
 
-def time_host(fns: dict, *, device=None, repeat: int = 20) -> dict:
+def time_host(fns: dict, *, device=None, repeat: int = 20, warm_each: bool = False) -> dict:
     """Host time to issue each call: ``time.perf_counter`` around the call itself, with no
     synchronize after it (the device is synchronized *before* each sample, outside the
     measured span, so that a full launch queue never blocks the call). A call that
@@ -356,6 +369,10 @@ def time_host(fns: dict, *, device=None, repeat: int = 20) -> dict:
         work there).
     repeat : int
         Samples per callable (>= 1).
+    warm_each : bool
+        One untimed call of the same callable right before each sample (before the
+        synchronize), as :func:`time_calls`'s ``warm_each``: each sample is then a call as
+        it runs in a loop, not the first after the other callable's.
 
     Returns
     -------
@@ -366,11 +383,15 @@ def time_host(fns: dict, *, device=None, repeat: int = 20) -> dict:
     ------
     ValueError
         ``repeat < 1``.
+    TypeError
+        ``warm_each`` not a bool.
     """
     import torch
 
     if int(repeat) < 1:
         raise ValueError(f"time_host needs repeat >= 1, got {repeat}")
+    if not isinstance(warm_each, bool):
+        raise TypeError(f"time_host needs warm_each, a bool, got {warm_each!r}")
     if device is None or torch.device(device).type != "cuda":
         return {k: Unavailable(NO_HOST_ON_CPU) for k in fns}
     dev = torch.device(device)
@@ -378,6 +399,8 @@ def time_host(fns: dict, *, device=None, repeat: int = 20) -> dict:
     with torch.cuda.device(dev):
         for _ in range(int(repeat)):
             for name, fn in fns.items():
+                if warm_each:
+                    fn()
                 torch.cuda.synchronize(dev)
                 t0 = time.perf_counter()
                 fn()

@@ -603,3 +603,59 @@ def test_time_split_gives_no_verdict_from_fewer_than_three_samples():
     assert few.kind == "noisy" and "too few samples" in few.text
     assert time_split((1, 2), (0.9, 1.9), (0.05, 0.05), samples=3).kind == "gpu-work"
     assert time_split((1, 1.01), (0.9, 0.9), (0.05, 0.05), samples=1).kind == "alike"
+
+
+def test_time_calls_and_time_host_warm_each_call_once_untimed_before_each_sample(monkeypatch):
+    """warm_each=True (compare's timing): each CUDA sample is preceded by an untimed call of
+    the same callable, then the synchronize, then the sample's start event (time_calls) or
+    clock (time_host); without it no call comes between the synchronize and the sample of
+    another callable. Recorded with stand-ins for torch.cuda's events (CPU)."""
+    import contextlib
+
+    import torch as _torch
+    from cusolver_trace import timing
+
+    log = []
+
+    class Ev:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            log.append("record")
+            self.t = len(log)
+
+        def elapsed_time(self, other):
+            return float(other.t - self.t)
+
+    monkeypatch.setattr(_torch.cuda, "Event", Ev)
+    monkeypatch.setattr(_torch.cuda, "synchronize", lambda dev=None: log.append("sync"))
+    monkeypatch.setattr(_torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    fns = {"a": lambda: log.append("call a"), "b": lambda: log.append("call b")}
+    for warm in (True, False):
+        log.clear()
+        t = timing.time_calls(fns, device="cuda:0", warmup=0, repeat=3, idle_start=True,
+                              warm_each=warm)
+        assert t["a"].median_ms > 0 and t["b"].median_ms > 0
+        # a start event: a record right after a synchronize (idle_start)
+        starts = [i for i, x in enumerate(log) if x == "record" and log[i - 1] == "sync"]
+        assert len(starts) == 6 and all(log[i + 1].startswith("call") and log[i + 2] == "record"
+                                        for i in starts)
+        for i in starts:
+            timed = log[i + 1]
+            before = log[i - 2:i]
+            # without warm_each, the previous sample's end event (or the first synchronize)
+            assert before[1] == "sync"
+            assert before[0] == timed if warm else before[0] in ("record", "sync")
+        assert log.count("call a") == (6 if warm else 3)
+        log.clear()
+        h = timing.time_host(fns, device="cuda:0", repeat=3, warm_each=warm)
+        assert h["a"].clock == "host-perf_counter"
+        assert log == ([x for _ in range(3) for c in ("call a", "call b")
+                        for x in (c, "sync", c)] if warm else
+                       [x for _ in range(3) for c in ("call a", "call b") for x in ("sync", c)]
+                       ) + ["sync"]
+    for fn in (lambda: timing.time_calls(fns, device="cuda:0", repeat=1, warm_each=1),
+               lambda: timing.time_host(fns, device="cuda:0", repeat=1, warm_each="yes")):
+        with pytest.raises(TypeError, match="warm_each"):
+            fn()

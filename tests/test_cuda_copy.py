@@ -256,6 +256,67 @@ def test_column_major_empty_shapes_need_no_launch(host, monkeypatch):
         assert info.shape == (batch,) and (info == 0).all()
 
 
+
+_KINDS = [dict(keep="upper"), dict(keep="lower"), dict(keep=None), dict(identity=True),
+          dict(rhs=2), dict(rhs=1, keep="lower")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_KINDS) - 1), st.booleans(), st.integers(0, 2**31)),
+                min_size=1, max_size=8))
+def test_column_major_any_sequence_of_kinds_with_and_without_info(calls):
+    """The hot path writes a kind's constant fields only when the thread's struct last held
+    another kind: in any sequence of kinds, with info asked or not on calls of the same kind,
+    every call copies exactly its own input, the struct holds that kind's template plus the
+    call's addresses (info 0 when not asked: never the previous call's freed vector), and the
+    input is unchanged."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        mp = stack.enter_context(pytest.MonkeyPatch.context())
+        mp.setattr(cc, "current_device", lambda: -1)
+        mp.setattr(cc, "_launch", _host_run)
+        mp.setattr(cc, "_CALLS", {})
+        for k, with_info, seed in calls:
+            kind = dict(_KINDS[k])
+            g = torch.Generator().manual_seed(seed)
+            x = torch.randn(2, 4, 4, dtype=torch.float64, generator=g)
+            rhs = kind.pop("rhs", None)
+            b = None if rhs is None else torch.randn(2, 4, rhs, dtype=torch.float64, generator=g)
+            before = (x.clone(), None if b is None else b.clone())
+            wa, wb, info = cc.column_major(x, b, info=with_info, **kind)
+            keep = kind.get("keep")
+            want = x if keep is None else (x.triu() if keep == "upper" else x.tril())
+            assert torch.equal(wa, want) and wa.mT.is_contiguous()
+            if kind.get("identity"):
+                assert torch.equal(wb, torch.eye(4, dtype=x.dtype).expand(2, 4, 4))
+            elif b is not None:
+                assert torch.equal(wb, b)
+            else:
+                assert wb is None
+            assert (info is not None) == with_info and (info is None or (info == 0).all())
+            values = cc._ARGS.buf.values
+            prep = cc._ARGS.buf.last
+            assert prep is next(iter(v for v in cc._CALLS.values() if v is prep))
+            addresses = {cc._SRC0: x.data_ptr(), cc._DST0: wa.data_ptr(),
+                         cc._INFO: info.data_ptr() if with_info else 0}
+            if wb is not None:
+                addresses[cc._DST1] = wb.data_ptr()
+                if b is not None:
+                    addresses[cc._SRC1] = b.data_ptr()
+            expect = prep.template.copy()
+            for i, v in addresses.items():
+                expect[i] = v
+            assert values.tolist() == expect.tolist()
+            assert torch.equal(x, before[0]) and (b is None or torch.equal(b, before[1]))
+        # a caller that writes the struct itself makes the next call write it whole
+        vals, _ = cc._arg_buffer()
+        vals[:] = -1
+        x = torch.randn(2, 4, 4, dtype=torch.float64)
+        wa, _, _ = cc.column_major(x, keep="upper")
+        assert torch.equal(wa, x.triu()) and -1 not in cc._ARGS.buf.values.tolist()
+
+
 # --------------------------------------------------------------------------- GPU
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 

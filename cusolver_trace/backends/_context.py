@@ -164,11 +164,12 @@ class LaunchArgs:
     True
     """
 
-    __slots__ = ("values", "params", "params_ptr")
+    __slots__ = ("values", "params", "params_ptr", "last")
 
     def __init__(self, nfields: int):
         import numpy as np
 
+        self.last = None  # for its user: the kind of launch whose constant fields values holds
         self.values = np.zeros(nfields, dtype=np.int64)
         self.params = np.array([self.values.ctypes.data], dtype=np.uintp)   # kept alive here
         self.params_ptr = self.params.ctypes.data

@@ -261,8 +261,10 @@ def _new_arg_buffer() -> LaunchArgs:
 
 
 def _arg_buffer():
-    """This thread's ``(values, kernelParams address)`` (see :func:`_new_arg_buffer`)."""
+    """This thread's ``(values, kernelParams address)`` (see :func:`_new_arg_buffer`), for a
+    caller that writes the struct itself (the next :func:`column_major` rewrites it whole)."""
     buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
+    buf.last = None
     return buf.values, buf.params_ptr
 
 
@@ -427,15 +429,18 @@ def column_major(a, b=None, *, keep: str | None = None, identity: bool = False,
         return wa, wb, inf
     buf = getattr(_ARGS, "buf", None) or _new_arg_buffer()
     values = buf.values
-    values[:] = prep.template
+    if buf.last is not prep:   # the constant fields, written when the kind of call changes
+        values[:] = prep.template
+        buf.last = prep
+    # the addresses, every one this kind of call uses (the same set on every call of it;
+    # info is not part of the kind, so its field is written either way: 0 = none)
     values[_SRC0] = a.data_ptr()
     values[_DST0] = wa.data_ptr()
     if wb is not None:
         values[_DST1] = wb.data_ptr()
         if b is not None:
             values[_SRC1] = b.data_ptr()
-    if inf is not None:
-        values[_INFO] = inf.data_ptr()
+    values[_INFO] = 0 if inf is None else inf.data_ptr()
     _launch(prep, values, buf.params_ptr)
     return wa, wb, inf
 

@@ -122,3 +122,40 @@ def test_the_devices_table_marks_a_noisy_median():
     assert "~" not in text(steady) and "noisy" not in text(steady)
     out = text(noisy)
     assert "~" in out and "noisy" in out
+
+
+def test_sweep_and_devices_time_the_replay_with_its_decisions_taken_once(monkeypatch):
+    """The replay that sweep's ``replay`` method and ``devices --op`` time is the one compare
+    times: its path and branch decided when the callable is made, not on every timed call
+    (run_replay re-decided per call, which added that host time to the replay's side only).
+    Each call still returns the op's result, equal to a fresh run_replay's."""
+    import torch
+
+    from cusolver_trace import ops, sweep
+    from cusolver_trace.matrices import spd
+
+    decided = []
+
+    def counting(name):
+        orig = getattr(ops.Op, name)
+
+        def wrapped(self, *a, **kw):
+            decided.append((self.name, name))
+            return orig(self, *a, **kw)
+        return wrapped
+
+    for name in ("torch_path", "replay_call"):   # every decision the replay takes
+        monkeypatch.setattr(ops.Op, name, counting(name))
+    for op in ("cholesky", "cholesky_inverse", "cholesky_solve"):
+        case = sweep.make_case(op, 6, 1, "float64", "cpu", seed=0, cond=10.0)
+        fn = sweep.method_callable(case, "replay")
+        made = len(decided)
+        outs = [fn() for _ in range(3)]
+        assert len(decided) == made, op          # no decision inside the timed calls
+        o = ops.get(op)
+        want = o.run_replay(case.inputs, False)[0]
+        assert all(torch.equal(x, want) for x in outs)
+    decided.clear()
+    runs = run_op("cholesky_solve", ["cpu"], n=5, repeat=3, warmup=1)
+    assert decided == [("cholesky_solve", "replay_call"), ("cholesky_solve", "torch_path")]
+    assert runs[0].torch_equals_replay in (True, False)

@@ -36,7 +36,7 @@ from .routines import (INVERSE_METHODS, SPD_INVERSE_METHODS, cholesky_inverse, i
 # Imported eagerly (torch, numpy, scipy only — never CuPy or nvmath-python, which load on the
 # first GPU call): a lazy module ``__getattr__`` would be shadowed by the submodules of the
 # same name (``cusolver_trace.compare`` the module vs ``compare`` the function).
-from .compare import Comparison, compare  # noqa: E402
+from .compare import Comparison, compare, with_gpu_busy  # noqa: E402
 from .replay import replay, torch_path  # noqa: E402
 from .tracing import Trace, trace  # noqa: E402
 from .versions import versions  # noqa: E402
@@ -44,7 +44,7 @@ from .versions import versions  # noqa: E402
 __all__ = [
     "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "INVERSE_METHODS",
     "spd_inverse", "spd_inverse_method", "SPD_INVERSE_METHODS",
-    "compare", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
+    "compare", "with_gpu_busy", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
     "dtype_info", "SUPPORTED_DTYPES",
     "NotPositiveDefiniteError", "SingularFactorError", "NonFiniteError", "IllegalArgumentError",
     "LibraryStatusError", "CuSolverStatusError", "CuBlasStatusError", "GPUUnavailableError",

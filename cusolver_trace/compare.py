@@ -66,6 +66,9 @@ VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
 SCHEMA = "cusolver-trace/comparison/3"
 #: Profiled calls per side for the GPU-busy time, at most (the profiler keeps every event).
 GPU_BUSY_MAX_CALLS = 50
+#: Why a side's GPU-busy time is missing from ``compare(..., gpu_busy=False)`` (no note is
+#: made of it: :func:`with_gpu_busy` measures it next).
+GPU_BUSY_LATER = "not measured yet (compare(..., gpu_busy=False); with_gpu_busy measures it)"
 #: Seconds the ``trace=True`` child (both sides under the loggers) may run.
 TRACE_TIMEOUT_S = 300.0
 
@@ -572,7 +575,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
             preferred: str | None = None, torch_version: str | None = None, repeat: int = 20,
             warmup: int = 3, timing: bool = True, matrix: str | None = None,
             provenance: bool = True, seed: int = 0, trace: bool = False,
-            trace_timeout: float = TRACE_TIMEOUT_S) -> Comparison:
+            trace_timeout: float = TRACE_TIMEOUT_S, gpu_busy: bool = True) -> Comparison:
     """Run torch's ``op`` and the replay of its library calls on the same inputs; compare.
 
     Parameters
@@ -600,9 +603,16 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         Timed and untimed calls per side; ``repeat=0`` times nothing. On a GPU each side
         is timed three ways, ``repeat`` samples each: CUDA events, GPU-busy time (kernel
         durations from ``torch.profiler``; at most :data:`GPU_BUSY_MAX_CALLS` samples) and
-        host issue time.
+        host issue time, in that order: the profiler last, since once it has run every
+        later call in the process is slower (on the H200, torch 2.11: the host time of
+        ``cholesky_ex`` at n = 64 went from 43 to 64 µs, and CUDA-event times at n = 256 up
+        by 30 %, for the rest of the process).
     timing : bool
         Set False to skip timing.
+    gpu_busy : bool
+        Set False to leave the GPU-busy time out (reported as not measured yet), so that
+        several comparisons in one process can all be timed before the profiler runs; then
+        :func:`with_gpu_busy` on each adds it. The ``compare`` command does this.
     trace : bool
         Also run both sides once more in a child process with the cuSOLVER / cuBLAS
         loggers on and compare their call sequences (:class:`CallSequences`); on a path
@@ -644,9 +654,9 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
                           f"{', '.join(ops.names(replayable=True))}")
     o = ops.get(op)
     o.require_replay()
-    upper, timing, provenance, trace = (
+    upper, timing, provenance, trace, gpu_busy = (
         flag(v, k) for k, v in (("upper", upper), ("timing", timing), ("provenance", provenance),
-                                ("trace", trace)))
+                                ("trace", trace), ("gpu_busy", gpu_busy)))
     if isinstance(trace_timeout, bool) or not isinstance(trace_timeout, (int, float)) \
             or not 0 < trace_timeout < float("inf"):
         raise ValueError(f"trace_timeout must be a positive number of seconds, got {trace_timeout!r}")
@@ -675,7 +685,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=dt.name,
                         device=device.type, torch_version=torch_version, preferred=preferred)
     run = _run_both(o, inputs, upper, path, preferred,
-                    repeat=repeat if timing else 0, warmup=warmup)
+                    repeat=repeat if timing else 0, warmup=warmup, gpu_busy=gpu_busy)
     if not timing or int(repeat) == 0:
         run.why_not_timed = "not timed (repeat = 0)" if timing else "not timed (timing=False)"
     calls = _trace_sides(o, inputs, upper, path, preferred, trace_timeout) if trace else None
@@ -709,6 +719,88 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     return Comparison(o.name, spec, path, v, f.bitwise, f.info_agree, f.max_abs, f.max_ulp,
                       f.rel_diff, f.nan_mismatches, ts, rs, notes,
                       _provenance() if provenance else {}, o.torch_name, split, calls)
+
+
+def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
+    """``c`` (from ``compare(..., gpu_busy=False)``) with both sides' GPU-busy time measured
+    now, on the inputs ``c`` was made from, and its time split redone.
+
+    ``torch.profiler``, which measures the GPU-busy time, leaves every later call in its
+    process slower (on the H200, torch 2.11: the host time of ``cholesky_ex`` at n = 64 from
+    43 to 64 µs; CUDA-event times at n = 256 up by 30 %). So several comparisons are
+    timed first, each with ``gpu_busy=False``, and profiled after all of them; the
+    ``compare`` command does this.
+
+    Parameters
+    ----------
+    c : Comparison
+        Made by :func:`compare` with ``gpu_busy=False``.
+    A, B, factor : torch.Tensor or array, optional
+        The same inputs that :func:`compare` was given (same values, shapes, dtype, device;
+        ``B`` and ``factor`` where it had them).
+
+    Returns
+    -------
+    Comparison
+        A copy of ``c``: ``torch.gpu_busy`` and ``replay.gpu_busy`` (ms) measured, or
+        unavailable with the reason (CPU, profiler failure; then a note says so), and the
+        ``time_split`` made from all three times. ``c`` is returned unchanged when it was
+        not timed.
+
+    Raises
+    ------
+    ValueError
+        ``c`` already has its GPU-busy time, or the inputs are not of the shape, dtype and
+        device ``c`` was made on.
+
+    Examples
+    --------
+    >>> import cusolver_trace as ct
+    >>> from cusolver_trace.matrices import spd
+    >>> A = spd(8)
+    >>> c = ct.compare("cholesky", A, repeat=3, gpu_busy=False, provenance=False)
+    >>> c = ct.with_gpu_busy(c, A)   # on the CPU: unavailable, with the reason
+    >>> c.torch.gpu_busy.reason
+    'ran on the CPU: no GPU kernels to add up'
+    """
+    import dataclasses
+
+    if not isinstance(c, Comparison):
+        raise TypeError(f"with_gpu_busy needs a Comparison, got {type(c).__name__}")
+    sides = (c.torch, c.replay)
+    if c.torch.timing is None and c.replay.timing is None:
+        return c
+    if any(not (isinstance(s.gpu_busy, Unavailable) and s.gpu_busy.reason == GPU_BUSY_LATER)
+           for s in sides):
+        raise ValueError("this comparison already has its GPU-busy time (made with "
+                         "gpu_busy=True)")
+    o = ops.get(c.op)
+    spec = c.spec
+    A = None if A is None else as_input(A, "A")
+    B = None if B is None else as_input(B, "B")
+    factor = None if factor is None else as_input(factor, "factor")
+    inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=spec["upper"], seed=spec["seed"])
+    got = {"n": inputs.n, "batch": inputs.batch, "nrhs": inputs.nrhs,
+           "dtype": dtype_info(inputs.x.dtype).name, "device": str(inputs.x.device)}
+    want = {k: spec[k] for k in got}
+    if got != want:
+        raise ValueError(f"with_gpu_busy: these inputs are not the comparison's: {got} against "
+                         f"{want}")
+    device = inputs.x.device
+    fns = dict(zip(("torch", "replay"), _sides(o, inputs, spec["upper"], c.path)))
+    with ops.preferred_library(spec["preferred"] if device.type == "cuda" else None):
+        for fn in fns.values():
+            fn()   # warm, as the timed calls of compare were
+        gpu = time_gpu_busy(fns, device=device if device.type == "cuda" else None,
+                            repeat=max(1, min(int(spec["repeat"]), GPU_BUSY_MAX_CALLS)))
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+    ts = dataclasses.replace(c.torch, gpu_busy=gpu["torch"])
+    rs = dataclasses.replace(c.replay, gpu_busy=gpu["replay"])
+    return dataclasses.replace(c, torch=ts, replay=rs, time_split=_time_split(ts, rs),
+                               notes=list(c.notes) + _unavailable_notes(ts, rs, ("gpu_busy",)))
 
 
 def run_side(op: str, side: str, inputs, upper: bool = False, path=None):
@@ -861,13 +953,9 @@ class _Run:
     why_not_timed: str | None = None
 
 
-def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) -> _Run:
-    """Run torch's call and the replay on the same inputs (and time both, interleaved, when
-    ``repeat`` > 0), under the backend preference given."""
-    import torch
-
-    device = inputs.x.device
-    t_error, timings, gpu, host = None, {}, {}, {}
+def _sides(o, inputs, upper, path):
+    """torch's call and the replay as zero-argument callables, each inside its NVTX range,
+    the replay's decisions taken once (not in a timing loop)."""
     t_label, r_label = nvtx_labels(o, inputs, path)
 
     def torch_side():
@@ -879,7 +967,19 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
     def replay_side():
         with nvtx_range(r_label, color="green"):
             return replay()
+    return torch_side, replay_side
 
+
+def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int,
+              gpu_busy: bool = True) -> _Run:
+    """Run torch's call and the replay on the same inputs (and time both, interleaved, when
+    ``repeat`` > 0), under the backend preference given; the GPU-busy time last, or not at
+    all (``gpu_busy=False``)."""
+    import torch
+
+    device = inputs.x.device
+    t_error, timings, gpu, host = None, {}, {}, {}
+    torch_side, replay_side = _sides(o, inputs, upper, path)
     with ops.preferred_library(preferred if device.type == "cuda" else None):
         try:
             t_out, t_info = torch_side()
@@ -895,8 +995,11 @@ def _run_both(o, inputs, upper, path, preferred, *, repeat: int, warmup: int) ->
             # pays for the other side's call having pushed its host path out of the caches
             timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, idle_start=True,
                                  warm_each=True)
-            gpu = time_gpu_busy(fns, device=dev, repeat=min(repeat, GPU_BUSY_MAX_CALLS))
             host = time_host(fns, device=dev, repeat=repeat, warm_each=True)
+            # the profiler last: once it has run, every later call in this process is slower
+            # (see with_gpu_busy)
+            gpu = (time_gpu_busy(fns, device=dev, repeat=min(repeat, GPU_BUSY_MAX_CALLS))
+                   if gpu_busy else {k: Unavailable(GPU_BUSY_LATER) for k in fns})
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     run = _Run(t_out, t_info, t_error, r_out, r_info, timings, gpu, host)
@@ -1043,6 +1146,25 @@ def _side(o, name, inputs, upper, out, info, f: _Facts, run: _Run) -> Side:
                 run.why_not_timed)
 
 
+def _unavailable_notes(ts: Side, rs: Side, keys) -> list[str]:
+    """A note per timing of ``keys`` that is unavailable, with its reason (one note when
+    both sides share it); none for timings not measured yet (:data:`GPU_BUSY_LATER`) or when
+    nothing was timed."""
+    notes = []
+    if ts.timing is None and rs.timing is None:
+        return notes
+    for key in keys:
+        what = {"gpu_busy": "GPU-busy time", "host": "host issue time"}[key]
+        reasons = {s.name: s.times()[key].reason for s in (ts, rs)
+                   if isinstance(s.times()[key], Unavailable)
+                   and s.times()[key].reason != GPU_BUSY_LATER}
+        if len(set(reasons.values())) == 1 and len(reasons) == 2:
+            notes.append(f"{what} unavailable: {next(iter(reasons.values()))}")
+        else:
+            notes += [f"{k}'s {what} unavailable: {v}" for k, v in reasons.items()]
+    return notes
+
+
 def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
            calls: CallSequences | None = None) -> list[str]:
     """What a reader should know about this comparison, in the order it matters."""
@@ -1099,14 +1221,7 @@ def _notes(o, inputs, upper, path, run: _Run, f: _Facts, ts: Side, rs: Side,
                          "the spread (--repeat 3 or more)" if s.timing.repeat < 3 else
                          f"{s.name} timing is noisy: IQR {s.timing.iqr_ms:.3g} ms is more than "
                          f"20 % of the median {s.timing.median_ms:.3g} ms")
-    if ts.timing is not None or rs.timing is not None:
-        for key, what in (("gpu_busy", "GPU-busy time"), ("host", "host issue time")):
-            reasons = {s.name: s.times()[key].reason for s in (ts, rs)
-                       if isinstance(s.times()[key], Unavailable)}
-            if len(set(reasons.values())) == 1 and len(reasons) == 2:
-                notes.append(f"{what} unavailable: {next(iter(reasons.values()))}")
-            else:
-                notes += [f"{k}'s {what} unavailable: {v}" for k, v in reasons.items()]
+    notes += _unavailable_notes(ts, rs, ("gpu_busy", "host"))
     if calls is not None and calls.equal is False and calls.exact:
         notes.append("the replay's library calls differ from torch's where the dispatch rule "
                      f"says they are the same: {calls.first_difference}")

@@ -659,3 +659,84 @@ def test_time_calls_and_time_host_warm_each_call_once_untimed_before_each_sample
                lambda: timing.time_host(fns, device="cuda:0", repeat=1, warm_each="yes")):
         with pytest.raises(TypeError, match="warm_each"):
             fn()
+
+
+def test_compare_command_times_every_point_before_it_profiles_any(monkeypatch, capsys):
+    """torch.profiler slows every later call in its process, so the command takes every
+    point's event and host times first, then the GPU-busy times, on the same inputs made
+    again (checked here on the CPU with the GPU ordering forced on: time_calls / time_host
+    of every point come before the first time_gpu_busy, each point is profiled once, in
+    order, on inputs equal to the ones it was timed on, and the verdicts are the same as
+    with one pass)."""
+    import importlib
+
+    from cusolver_trace.cli import main
+
+    cmp = importlib.import_module("cusolver_trace.compare")   # the module, not the function
+    cli_compare = importlib.import_module("cusolver_trace.cli.compare")
+
+    log = []
+    for name in ("time_calls", "time_host", "time_gpu_busy"):
+        orig = getattr(cmp, name)
+
+        def wrapped(fns, *a, _orig=orig, _name=name, **kw):
+            x = fns["torch"]()
+            log.append((_name, tuple(x[0].shape) if isinstance(x, tuple) else None,
+                        float(x[0].sum()) if isinstance(x, tuple) else None))
+            return _orig(fns, *a, **kw)
+        monkeypatch.setattr(cmp, name, wrapped)
+    argv = ["compare", "--op", "cholesky_solve", "--n", "5,7", "--uplo", "L,U", "--repeat", "3",
+            "--warmup", "0", "--device", "cpu"]
+    assert main(argv) == 0
+    one_pass = capsys.readouterr().out
+    assert [e[0] for e in log] == ["time_calls", "time_host", "time_gpu_busy"] * 4
+    log.clear()
+    monkeypatch.setattr(cli_compare, "_profile_last", lambda device, repeat: True)
+    assert main(argv) == 0
+    two_pass = capsys.readouterr().out
+    kinds = [e[0] for e in log]
+    assert kinds == ["time_calls", "time_host"] * 4 + ["time_gpu_busy"] * 4
+    timed = [e[1:] for e in log if e[0] == "time_calls"]
+    profiled = [e[1:] for e in log if e[0] == "time_gpu_busy"]
+    assert profiled == timed                       # the same inputs, in the same order
+    assert "then their GPU-busy time" in two_pass
+    verdicts = [ln for ln in one_pass.splitlines() if ln.startswith("verdict")]
+    assert verdicts and verdicts == [ln for ln in two_pass.splitlines() if ln.startswith("verdict")]
+    assert "GPU-busy time unavailable: ran on the CPU" in two_pass
+    assert "not measured yet" not in two_pass
+
+
+@settings(max_examples=15, deadline=None)
+@given(op=st.sampled_from(["cholesky", "cholesky_inverse", "cholesky_solve"]),
+       n=st.integers(1, 6), other_n=st.integers(1, 6), upper=st.booleans(),
+       bad_flag=st.sampled_from(["False", 0, 1, None, 1.0]))
+def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag):
+    """compare(..., gpu_busy=False) then with_gpu_busy on the same inputs: the same verdict
+    and times, the GPU-busy time now measured (on the CPU: unavailable, with its note), the
+    inputs unchanged; other inputs are a ValueError, a second with_gpu_busy too, anything but
+    a bool for gpu_busy a TypeError."""
+    import cusolver_trace as ct
+    from cusolver_trace.matrices import spd
+
+    A = spd(n, seed=n)
+    before = A.clone()
+    with pytest.raises(TypeError, match="must be True or False"):
+        ct.compare(op, A, gpu_busy=bad_flag, timing=False, provenance=False)
+    c = ct.compare(op, A, upper=upper, repeat=3, warmup=0, gpu_busy=False, provenance=False)
+    assert all(s.gpu_busy.reason.startswith("not measured yet") for s in (c.torch, c.replay))
+    assert not any("not measured yet" in x for x in c.notes)
+    d = ct.with_gpu_busy(c, A)
+    assert torch.equal(A, before)
+    assert d.verdict == c.verdict and d.torch.timing is c.torch.timing
+    assert all(s.gpu_busy.reason.startswith("ran on the CPU") for s in (d.torch, d.replay))
+    assert d.notes[:len(c.notes)] == c.notes and "GPU-busy time unavailable" in d.notes[-1]
+    assert d.time_split.kind == "not-separated" and "ran on the CPU" in d.time_split.text
+    with pytest.raises(ValueError, match="already has"):
+        ct.with_gpu_busy(d, A)
+    if other_n != n:
+        with pytest.raises(ValueError, match="not the comparison's"):
+            ct.with_gpu_busy(c, spd(other_n))
+    with pytest.raises(TypeError, match="Comparison"):
+        ct.with_gpu_busy(c.to_dict(), A)
+    untimed = ct.compare(op, A, timing=False, gpu_busy=False, provenance=False)
+    assert ct.with_gpu_busy(untimed, A) is untimed

@@ -70,7 +70,7 @@ def _summary(con, results, device):
 
 def run(args) -> int:
     from .._dtypes import dtype_info
-    from ..compare import VERDICTS, compare
+    from ..compare import VERDICTS, compare, with_gpu_busy
     from ..matrices import parse_matrix_spec
 
     op = ops.get(args.op)
@@ -113,31 +113,50 @@ def run(args) -> int:
     if device == "cpu":
         con.print("[bold]Running on the CPU[/]: no GPU here, so torch's CPU path (its own LAPACK) "
                   "is compared with the replay through scipy's LAPACK.")
-    results = []
     import torch
 
-    for dtype in dtypes:
-        for n in sizes:
-            for batch in batches:
-                for upper in args.uplo:
-                    shape = () if file_batch or (batch == 1 and not args.keep_batch_dim) \
-                        else (batch,)
-                    tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype,
-                                   device=device, seed=args.seed)
-                    A = tm.A
-                    B = None
-                    if op.has_rhs:
-                        g = torch.Generator().manual_seed(args.seed + 1)
-                        B = torch.randn(*A.shape[:-1], args.nrhs or 1, generator=g,
-                                        dtype=torch.float64).to(A.dtype).to(device)
-                    c = compare(op.name, A, B, upper=upper, preferred=args.preferred,
-                                repeat=args.repeat, warmup=args.warmup, timing=True,
-                                matrix=tm.description, seed=args.seed, trace=args.trace,
-                                trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout)
-                    results.append(c)
-                    if not args.summary_only:
-                        con.print(c)
-                        con.print()
+    def point(dtype, n, batch, upper):
+        """The inputs of one point (seeded: the same on every call) and their label."""
+        shape = () if file_batch or (batch == 1 and not args.keep_batch_dim) else (batch,)
+        tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype, device=device,
+                       seed=args.seed)
+        B = None
+        if op.has_rhs:
+            g = torch.Generator().manual_seed(args.seed + 1)
+            B = torch.randn(*tm.A.shape[:-1], args.nrhs or 1, generator=g,
+                            dtype=torch.float64).to(tm.A.dtype).to(device)
+        return tm, B
+
+    points = [(dtype, n, batch, upper) for dtype in dtypes for n in sizes for batch in batches
+              for upper in args.uplo]
+    # torch.profiler (the GPU-busy time) slows every later call in the process: on a GPU,
+    # every point's event and host times are taken first, and the profiler runs after them
+    # all, on the same inputs made again
+    later = _profile_last(device, args.repeat)
+    if later and len(points) > 1:
+        con.print(f"[dim]timing {len(points)} points, then their GPU-busy time (the profiler "
+                  "slows every later call in its process, so it runs last)[/]")
+    results = []
+    for dtype, n, batch, upper in points:
+        tm, B = point(dtype, n, batch, upper)
+        c = compare(op.name, tm.A, B, upper=upper, preferred=args.preferred,
+                    repeat=args.repeat, warmup=args.warmup, timing=True,
+                    matrix=tm.description, seed=args.seed, trace=args.trace,
+                    trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout,
+                    gpu_busy=not later)
+        del tm, B
+        results.append(c)
+        if not later and not args.summary_only:
+            con.print(c)
+            con.print()
+    if later:
+        for i, p in enumerate(points):
+            tm, B = point(*p)
+            results[i] = with_gpu_busy(results[i], tm.A, B)
+            del tm, B
+            if not args.summary_only:
+                con.print(results[i])
+                con.print()
     if len(results) > 1:
         _summary(con, results, device)
     if json_path:
@@ -151,6 +170,12 @@ def run(args) -> int:
             + (f" ({sum(cs.counts_as_mismatch for cs in seqs)} where the replay is exact: "
                "MISMATCH)" if any(cs.counts_as_mismatch for cs in seqs) else ""))
     return EXIT_MISMATCH if any(c.verdict == "MISMATCH" for c in results) else EXIT_OK
+
+
+def _profile_last(device: str, repeat: int) -> bool:
+    """Whether the GPU-busy times are measured after every point's other times: on a GPU,
+    when anything is timed (on the CPU there is no profiling to put off)."""
+    return device != "cpu" and repeat > 0
 
 
 def register(sub) -> None:

@@ -43,13 +43,12 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import io
-import json
 import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import checks, ops
+from . import _json, checks, ops
 from ._arrays import flag
 from ._dtypes import dtype_info
 from .timing import (Timing, TimeSplit, Unavailable, cpu_threads, time_calls, time_dict,
@@ -170,7 +169,7 @@ class Comparison:
         }
 
     def to_json(self, **kw) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=str, **kw)
+        return _json.dumps(self.to_dict(), indent=2, **kw)
 
     # -- rendering ---------------------------------------------------------------------
     def __repr__(self):

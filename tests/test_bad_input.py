@@ -757,3 +757,54 @@ def test_shard_and_cond_text_and_repeated_options_parse_strictly(text, repeat, c
         assert plain and args.cond == float(text) and args.cond >= 1
     value = {"--n": "8", "--dtype": "float64", "--method": "torch", "--shard": "0/2"}[repeat]
     assert parse([*base, repeat, value, repeat, value]) is None
+
+
+def _refuse(name):
+    raise AssertionError(f"not JSON: {name}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.text()
+                    | st.none(),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=20))
+def test_property_written_json_is_strict(obj):
+    """Every JSON the package writes for a reader goes through _json.dumps: strict JSON
+    (no NaN / Infinity tokens) whatever the floats; finite values unchanged, non-finite
+    ones null."""
+    import json
+    import math
+
+    from cusolver_trace import _json
+
+    text = _json.dumps(obj)
+    back = json.loads(text, parse_constant=_refuse)
+
+    def same(a, b):
+        if isinstance(a, float):
+            return b is None if not math.isfinite(a) else a == b
+        if isinstance(a, (list, tuple)):
+            return isinstance(b, list) and len(a) == len(b) and all(map(same, a, b))
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        return a == b
+    assert same(obj, back)
+
+
+def test_compare_json_of_a_nan_input_is_strict_json(tmp_path, capsys):
+    """A NaN in the input made compare write "asymmetry": NaN, which strict parsers
+    refuse; every number in the file is now JSON, a non-finite one null."""
+    import json
+
+    A = spd(5).numpy()
+    A[2, 1] = np.nan
+    f = tmp_path / "nan.npy"
+    np.save(f, A)
+    out = tmp_path / "c.json"
+    code = main(["compare", "--op", "cholesky_inverse", "--matrix", f"file:{f}", "--repeat", "2",
+                 "--json", str(out)])
+    capsys.readouterr()
+    assert code in (0, 1)
+    text = out.read_text()
+    data = json.loads(text, parse_constant=_refuse)
+    assert data[0]["torch"]["nonfinite"] > 0 or data[0]["verdict"] == "failed-alike"

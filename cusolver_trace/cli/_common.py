@@ -210,9 +210,9 @@ def output_path(path: str | None, flag: str, *, allow_stdout: bool = True) -> st
 
 def write_json(data, path: str, con) -> None:
     """Write ``data`` as JSON to ``path`` (``-``: stdout)."""
-    import json
+    from .._json import dumps
 
-    text = json.dumps(data, indent=2, default=str)
+    text = dumps(data, indent=2)   # strict JSON: a non-finite number is null
     if path == "-":
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

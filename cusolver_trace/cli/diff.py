@@ -8,9 +8,10 @@ The logic is in :mod:`cusolver_trace.tracing.diff`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
+
+from .. import _json
 
 __all__ = ["register", "run"]
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         out = console(highlight=False, stderr=args.json == "-")
         out.print(result.renderable(limit=args.limit), soft_wrap=True)
         if args.json:
-            text = json.dumps(result.to_dict(), indent=1)
+            text = _json.dumps(result.to_dict(), indent=1)
             if args.json == "-":
                 sys.stdout.write(text + "\n")
             else:

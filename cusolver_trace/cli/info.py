@@ -1,8 +1,8 @@
 """``cusolver-trace info``: versions, loaded libcusolver / libcublas, GPU."""
 from __future__ import annotations
 
-import json
 
+from .. import _json
 from ._common import EXIT_OK, console
 
 
@@ -13,7 +13,7 @@ def run(args) -> int:
 
     v = versions()
     if args.json:
-        print(json.dumps(v, indent=2, default=str))
+        print(_json.dumps(v, indent=2))
         return EXIT_OK
     con = console()
     t = Table(title="cusolver-trace info", show_header=False)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
-import json
 import math
 
+from .. import _json
 from ..ceiling import ceiling
 
 __all__ = ["sweep_report", "write_json", "write_csv", "results_table", "plot_sweep", "fmt_number"]
@@ -29,7 +29,7 @@ def sweep_report(rows, *, settings=None) -> dict:
 
 def write_json(report: dict, path) -> None:
     with open(path, "w") as fh:
-        json.dump(report, fh, indent=2, default=str)
+        fh.write(_json.dumps(report, indent=2))
 
 
 def write_csv(rows, path) -> None:

@@ -6,10 +6,10 @@ Rendering: ``rich`` tree for terminals (``__rich__``), HTML for notebooks
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .. import _json
 from .kernels import LIBRARIES, classify_kernel, short_kernel_name
 from .logparse import ApiCall
 
@@ -469,7 +469,7 @@ class Trace:
         True
         """
         kw.setdefault("indent", 1 if compact else 2)
-        return json.dumps(self.to_dict(compact=compact, records=records, summary=summary), **kw)
+        return _json.dumps(self.to_dict(compact=compact, records=records, summary=summary), **kw)
 
     # -- rendering ----------------------------------------------------------
     def renderable(self, *, all: bool = False, fold: bool = True, by=("routine",),

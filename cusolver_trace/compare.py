@@ -140,6 +140,9 @@ class Comparison:
     time_split: TimeSplit | None = None
     #: The call sequences of both sides (``compare(..., trace=True)``), else None.
     call_sequences: "CallSequences | None" = None
+    #: ``compare(..., gpu_busy=False)``: what :func:`with_gpu_busy` checks its inputs
+    #: against (:func:`_fingerprint`); None once the GPU-busy time is in (or was never put off).
+    inputs_fingerprint: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def time_ratio(self) -> float | None:
@@ -378,6 +381,9 @@ def as_input(x, name: str):
             arr = np.asarray(x)
         except Exception as exc:
             raise TypeError(f"{name}: cannot read {type(x).__name__} as an array: {exc}") from None
+        if arr.dtype.kind not in "biufc":   # text, bytes, objects: not numbers at all
+            raise TypeError(f"{name}: expected numbers, got {type(x).__name__} read as "
+                            f"{arr.dtype}")
         t = checks.as_tensor(arr)
     dtype_info(t.dtype)
     if t.ndim < 2:
@@ -638,7 +644,8 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     ValueError
         Non-square A, mismatched B, a meta tensor, negative repeat / warmup.
     TypeError
-        Unsupported dtype.
+        Unsupported dtype or kind of input (text, objects), a ``matrix`` label that is not
+        a str, a flag that is not a bool.
 
     Examples
     --------
@@ -678,7 +685,10 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         raise TypeError(f"factor is {str(factor.dtype).replace('torch.', '')} but A is "
                         f"{str(A.dtype).replace('torch.', '')}: they must have the same dtype")
     B = None if B is None else as_input(B, "B")
+    if matrix is not None and not isinstance(matrix, str):
+        raise TypeError(f"matrix is a label (a str), got {type(matrix).__name__}")
     inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=upper, seed=seed)
+    fingerprint = None if gpu_busy else _fingerprint(A=A, B=B, factor=factor)
     device = inputs.x.device
     dt = dtype_info(inputs.x.dtype)
     path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=dt.name,
@@ -717,7 +727,47 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
     spec["trace"] = bool(trace)
     return Comparison(o.name, spec, path, v, f.bitwise, f.info_agree, f.max_abs, f.max_ulp,
                       f.rel_diff, f.nan_mismatches, ts, rs, notes,
-                      _provenance() if provenance else {}, o.torch_name, split, calls)
+                      _provenance() if provenance else {}, o.torch_name, split, calls,
+                      fingerprint)
+
+
+def _fingerprint(**given) -> tuple:
+    """Per input (``A``, ``B``, ``factor``; None where not given): its shape, dtype, device
+    and the float64 / complex128 sum of its values, as bytes (NaN equal to itself). One
+    reduction per input and one transfer of the sums: what :func:`with_gpu_busy` checks that
+    it was handed the same inputs with, without keeping them alive between the two calls."""
+    import struct
+
+    import torch
+
+    sums = {k: (t.sum(dtype=torch.complex128) if t.is_complex() else t.sum(dtype=torch.float64))
+            for k, t in given.items() if t is not None and t.numel()}
+    host = dict(zip(sums, torch.stack([v.to(torch.complex128) for v in sums.values()])
+                    .cpu().tolist())) if sums else {}
+    out = []
+    for k, t in given.items():
+        if t is None:
+            out.append((k, None))
+            continue
+        z = complex(host.get(k, 0))
+        out.append((k, (tuple(t.shape), str(t.dtype), str(t.device),
+                        struct.pack("<dd", z.real, z.imag))))
+    return tuple(out)
+
+
+def _fingerprint_difference(was: tuple, now: tuple) -> str:
+    """What differs between two :func:`_fingerprint` results, in words."""
+    for (k, a), (_, b) in zip(was, now):
+        if a == b:
+            continue
+        if a is None or b is None:
+            return f"{k} was {'not ' if a is None else ''}given to compare but is " \
+                   f"{'now' if a is None else 'not now'}"
+        for i, what in enumerate(("shape", "dtype", "device")):
+            if a[i] != b[i]:
+                return f"{k}'s {what} is {b[i]}, compare had {a[i]}"
+        return f"{k}'s values are not the ones compare had (their sums differ)"
+    return "they differ"
 
 
 def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
@@ -748,9 +798,13 @@ def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
 
     Raises
     ------
+    TypeError
+        ``c`` is not a :class:`Comparison`; an input of an unsupported kind or dtype.
     ValueError
-        ``c`` already has its GPU-busy time, or the inputs are not of the shape, dtype and
-        device ``c`` was made on.
+        ``c`` is not waiting for its GPU-busy time (made with ``gpu_busy=True``, or passed
+        here before), or the inputs are not the ones ``c`` was made from: each of ``A``,
+        ``B``, ``factor`` given to both or to neither, with the same shape, dtype, device
+        and values (checked through their sums: one reduction each).
 
     Examples
     --------
@@ -766,25 +820,21 @@ def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
 
     if not isinstance(c, Comparison):
         raise TypeError(f"with_gpu_busy needs a Comparison, got {type(c).__name__}")
-    sides = (c.torch, c.replay)
-    if c.torch.timing is None and c.replay.timing is None:
-        return c
-    if any(not (isinstance(s.gpu_busy, Unavailable) and s.gpu_busy.reason == GPU_BUSY_LATER)
-           for s in sides):
-        raise ValueError("this comparison already has its GPU-busy time (made with "
-                         "gpu_busy=True)")
-    o = ops.get(c.op)
-    spec = c.spec
     A = None if A is None else as_input(A, "A")
     B = None if B is None else as_input(B, "B")
     factor = None if factor is None else as_input(factor, "factor")
+    if c.inputs_fingerprint is None:
+        raise ValueError("this comparison is not waiting for its GPU-busy time: it was made "
+                         "with gpu_busy=True, or with_gpu_busy has measured it already")
+    now = _fingerprint(A=A, B=B, factor=factor)
+    if now != c.inputs_fingerprint:
+        raise ValueError("with_gpu_busy: these inputs are not the ones the comparison was "
+                         f"made from: {_fingerprint_difference(c.inputs_fingerprint, now)}")
+    if c.torch.timing is None and c.replay.timing is None:
+        return c   # nothing timed: no GPU-busy time to add
+    o = ops.get(c.op)
+    spec = c.spec
     inputs = ops.prepare_inputs(o, A, B, factor=factor, upper=spec["upper"], seed=spec["seed"])
-    got = {"n": inputs.n, "batch": inputs.batch, "nrhs": inputs.nrhs,
-           "dtype": dtype_info(inputs.x.dtype).name, "device": str(inputs.x.device)}
-    want = {k: spec[k] for k in got}
-    if got != want:
-        raise ValueError(f"with_gpu_busy: these inputs are not the comparison's: {got} against "
-                         f"{want}")
     device = inputs.x.device
     fns = dict(zip(("torch", "replay"), _sides(o, inputs, spec["upper"], c.path)))
     with ops.preferred_library(spec["preferred"] if device.type == "cuda" else None):
@@ -799,7 +849,8 @@ def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
     ts = dataclasses.replace(c.torch, gpu_busy=gpu["torch"])
     rs = dataclasses.replace(c.replay, gpu_busy=gpu["replay"])
     return dataclasses.replace(c, torch=ts, replay=rs, time_split=_time_split(ts, rs),
-                               notes=list(c.notes) + _unavailable_notes(ts, rs, ("gpu_busy",)))
+                               notes=list(c.notes) + _unavailable_notes(ts, rs, ("gpu_busy",)),
+                               inputs_fingerprint=None)
 
 
 def run_side(op: str, side: str, inputs, upper: bool = False, path=None):

@@ -713,8 +713,9 @@ def test_compare_command_times_every_point_before_it_profiles_any(monkeypatch, c
 def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag):
     """compare(..., gpu_busy=False) then with_gpu_busy on the same inputs: the same verdict
     and times, the GPU-busy time now measured (on the CPU: unavailable, with its note), the
-    inputs unchanged; other inputs are a ValueError, a second with_gpu_busy too, anything but
-    a bool for gpu_busy a TypeError."""
+    inputs unchanged; other inputs (shape, values, a factor compare did not have) are a
+    ValueError, timed or not, a second with_gpu_busy too, anything but a bool for gpu_busy a
+    TypeError."""
     import cusolver_trace as ct
     from cusolver_trace.matrices import spd
 
@@ -731,12 +732,23 @@ def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag)
     assert all(s.gpu_busy.reason.startswith("ran on the CPU") for s in (d.torch, d.replay))
     assert d.notes[:len(c.notes)] == c.notes and "GPU-busy time unavailable" in d.notes[-1]
     assert d.time_split.kind == "not-separated" and "ran on the CPU" in d.time_split.text
-    with pytest.raises(ValueError, match="already has"):
+    with pytest.raises(ValueError, match="not waiting"):
         ct.with_gpu_busy(d, A)
+    with pytest.raises(ValueError, match="not waiting"):
+        ct.with_gpu_busy(ct.compare(op, A, repeat=2, provenance=False), A)
+    others = [(2 * A, {}, "values"),
+              (A, {"factor": torch.linalg.cholesky(A)}, "factor was not given")]
     if other_n != n:
-        with pytest.raises(ValueError, match="not the comparison's"):
-            ct.with_gpu_busy(c, spd(other_n))
+        others.append((spd(other_n), {}, "shape"))
+    for X, kw, why in others:
+        with pytest.raises(ValueError, match=why):
+            ct.with_gpu_busy(c, X, **kw)
     with pytest.raises(TypeError, match="Comparison"):
         ct.with_gpu_busy(c.to_dict(), A)
     untimed = ct.compare(op, A, timing=False, gpu_busy=False, provenance=False)
+    with pytest.raises(ValueError, match="values"):
+        ct.with_gpu_busy(untimed, 2 * A)
+    with pytest.raises(TypeError, match="expected numbers"):
+        ct.with_gpu_busy(untimed, "x")
     assert ct.with_gpu_busy(untimed, A) is untimed
+    assert torch.equal(A, before)

@@ -32,9 +32,12 @@ class _StoreOnce(argparse._StoreAction):
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (``PROG: error: ...``, with a pointer
     to ``--help``) and exit 2, as every other bad input; an option that stores a value may be
-    given once (:class:`_StoreOnce`)."""
+    given once (:class:`_StoreOnce`); an option is written in full (argparse's default takes
+    any unambiguous prefix, ``--rep`` for ``--repeat``, and a later option sharing the prefix
+    would change what an old command line means)."""
 
     def __init__(self, *args, **kw):
+        kw.setdefault("allow_abbrev", False)
         super().__init__(*args, **kw)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)

@@ -808,3 +808,34 @@ def test_compare_json_of_a_nan_input_is_strict_json(tmp_path, capsys):
     text = out.read_text()
     data = json.loads(text, parse_constant=_refuse)
     assert data[0]["torch"]["nonfinite"] > 0 or data[0]["verdict"] == "failed-alike"
+
+
+def test_compare_memory_estimate_counts_the_right_hand_sides(capsys):
+    """--nrhs huge with a small n used to pass the memory check and fail at allocation (or
+    meet the OOM killer): the estimate now counts the n x nrhs matrices too."""
+    code = main(["compare", "--op", "cholesky_solve", "--n", "4", "--nrhs", "1000000000",
+                 "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and "nrhs = 1000000000 needs about" in err and "Traceback" not in err
+    assert main(["compare", "--op", "cholesky_solve", "--n", "4", "--nrhs", "3", "--repeat", "0",
+                 "--device", "cpu"]) == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "--op", "cholesky", "--n", "+4"],
+    ["compare", "--op", "cholesky", "--n", "4", "--seed", "+1"],
+    ["compare", "--op", "cholesky", "--n", "4", "--rep", "2"],          # --repeat, abbreviated
+    ["compare", "--op", "cholesky", "--n", "4", "--summ"],              # --summary-only
+    ["sweep", "--op", "cholesky", "--n", "4", "--meth", "torch", "--out", "x.json"],
+])
+def test_plus_signs_and_abbreviated_options_are_refused(argv, capsys, tmp_path, monkeypatch):
+    """Integers are plain digits (a '+' was read, while ' 4' and '4_0' were refused) and an
+    option is written in full: argparse took any unambiguous prefix (--rep for --repeat),
+    which a later option sharing it would silently change."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(argv + ["--device", "cpu"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()

@@ -109,7 +109,11 @@ def run(args) -> int:
         item = dtype_info(d or "complex128").itemsize
         for k in sizes:
             for b in batches:
-                check_memory(8.0 * item * k * k * b, device, f"n = {k}, batch = {b}")
+                # about eight n x n matrices per point, and six n x nrhs (B, the working
+                # copies, both sides' results) for ops with right-hand sides
+                rhs = (args.nrhs or 1) if op.has_rhs else 0
+                check_memory(item * b * (8.0 * k * k + 6.0 * k * rhs), device,
+                             f"n = {k}, batch = {b}" + (f", nrhs = {rhs}" if rhs > 1 else ""))
     if device == "cpu":
         con.print("[bold]Running on the CPU[/]: no GPU here, so torch's CPU path (its own LAPACK) "
                   "is compared with the replay through scipy's LAPACK.")

@@ -160,7 +160,13 @@ def render(runs: list[DeviceRun], title: str = "hello_cholesky workflow: cholesk
         t.add_row(r.device, r.name, ms(r.torch), ms(r.replay), f"{r.ratio:.3f}",
                   f"{r.torch.median_ms / first.torch.median_ms:.3f}", str(r.torch_equals_replay),
                   str(checks.bitwise_equal(r.U, first.U)))
+    captions = []
     if any(tm.noisy for r in runs for tm in (r.torch, r.replay)):
-        t.caption = ("~ noisy: the IQR is more than 20 % of the median, or fewer than 3 samples "
-                     "(more --repeat / --warmup)")
+        captions.append("~ noisy: the IQR is more than 20 % of the median, or fewer than 3 "
+                        "samples (more --repeat / --warmup)")
+    if any(r.device == "cpu" and not r.torch_equals_replay for r in runs):
+        captions.append("cpu: torch's bundled LAPACK against scipy's, two libraries: equal bits "
+                        "are not expected there (compare judges them by LAPACK's ratio)")
+    if captions:
+        t.caption = "\n".join(captions)
     return t

@@ -122,6 +122,14 @@ def test_the_devices_table_marks_a_noisy_median():
     assert "~" not in text(steady) and "noisy" not in text(steady)
     out = text(noisy)
     assert "~" in out and "noisy" in out
+    # unequal bits on the CPU are two LAPACKs, said under the table; on a GPU they are not
+    assert "two libraries" not in out
+
+    def unequal(device):
+        con = Console(file=io.StringIO(), width=300)
+        con.print(render([DeviceRun(device, "x", steady, steady, False, U)], "t"))
+        return con.file.getvalue()
+    assert "two libraries" in unequal("cpu") and "two libraries" not in unequal("cuda:0")
 
 
 def test_sweep_and_devices_time_the_replay_with_its_decisions_taken_once(monkeypatch):

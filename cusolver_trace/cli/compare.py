@@ -219,8 +219,11 @@ def register(sub) -> None:
                    help="torch.backends.cuda.preferred_linalg_library during the torch call")
     p.add_argument("--repeat", type=integer(0, 10000), default=20,
                    help="timed runs per side (0: no timing; at most 10000)")
-    p.add_argument("--warmup", type=integer(0, 10000), default=3)
-    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
+    p.add_argument("--warmup", type=integer(0, 10000), default=3,
+                   help="untimed calls per side before timing (default 3)")
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0,
+                   help="seed of the random matrices and of the default right-hand sides "
+                        "(default 0)")
     p.add_argument("--keep-batch-dim", action="store_true", help="batch 1 as (1, n, n) instead of (n, n)")
     p.add_argument("--summary-only", action="store_true", help="print only the summary table")
     p.add_argument("--trace", action="store_true",

@@ -74,6 +74,7 @@ def register(sub) -> None:
     p.add_argument("--dtype", type=dtype_name, default="float64")
     p.add_argument("--device", action="append", help="restrict to these devices (repeatable)")
     p.add_argument("--repeat", type=integer(1, 10000), default=10)
-    p.add_argument("--warmup", type=integer(0, 10000), default=3)
+    p.add_argument("--warmup", type=integer(0, 10000), default=3,
+                   help="untimed calls per side before timing (default 3)")
     p.add_argument("--json", metavar="PATH", help="write the runs as JSON ('-': stdout)")
     p.set_defaults(func=run)

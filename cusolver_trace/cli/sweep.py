@@ -199,10 +199,12 @@ def register(sub) -> None:
     p.add_argument("--nrhs", type=integer(1), default=None,
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--repeat", type=integer(1, 10000), default=10, help="timed samples per method")
-    p.add_argument("--warmup", type=integer(0, 10000), default=2)
+    p.add_argument("--warmup", type=integer(0, 10000), default=2,
+                   help="untimed calls of each method before timing (default 2)")
     p.add_argument("--flush-l2", action="store_true", help="zero a 256 MB buffer before each sample")
     p.add_argument("--cond", type=number(1.0), default=1e3, help="condition number of the inputs")
-    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0,
+                   help="seed of the inputs (default 0)")
     p.add_argument("--device", default=None, help="cuda:0, ... or cpu (default: cuda:0 if present)")
     p.add_argument("--gpus", type=_gpus, default=None, metavar="N|all",
                    help="spread the points over N GPUs: one process per GPU pinned with "

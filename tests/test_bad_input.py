@@ -5,6 +5,7 @@ tests/test_gpu_edge.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -839,3 +840,23 @@ def test_plus_signs_and_abbreviated_options_are_refused(argv, capsys, tmp_path, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(capsys, tmp_path,
+                                                                          monkeypatch):
+    """os.access says yes to root in /proc: the file is now tried before the run (a new one as
+    a temporary file beside it, removed at once), not found unwritable after minutes."""
+    import importlib
+
+    cli_compare = importlib.import_module("cusolver_trace.cli.compare")
+    monkeypatch.setattr(cli_compare, "_profile_last",
+                        lambda *a: pytest.fail("work started before the path was checked"))
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--device", "cpu", "--json",
+                 "/proc/x.json"]) == 2
+    assert "/proc/x.json: cannot write there" in capsys.readouterr().err
+    monkeypatch.undo()
+    out = tmp_path / "c.json"
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--device", "cpu", "--repeat", "0",
+                 "--json", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]   # no check file left

@@ -205,6 +205,22 @@ def output_path(path: str | None, flag: str, *, allow_stdout: bool = True) -> st
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{flag} {path}: cannot write in {folder}")
+    # os.access says yes to root anywhere (/proc, a read-only mount): try it, so that a run of
+    # minutes does not end without its file. A regular file is opened to append (nothing
+    # written); a new one is tried as a temporary file beside it, removed at once; devices
+    # and pipes are left alone (opening a FIFO would wait for its reader)
+    try:
+        if os.path.isfile(path):
+            with open(path, "a"):
+                pass
+        elif not os.path.exists(path):
+            import tempfile
+
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cusolver-trace-check-")
+            os.close(fd)
+            os.remove(tmp)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror or exc}") from None
     return path
 
 

@@ -863,10 +863,13 @@ class MatrixSpec:
             if batch and batch != tuple(A.shape[:-2]):
                 raise ValueError(f"{p['path']} holds a batch of shape {tuple(A.shape[:-2])}; "
                                  f"got batch={batch}")
-        elif batch:
+        desc = self.describe()
+        if A.ndim == 2 and batch:
             A = A.expand(*batch, fixed, fixed).clone()
             L = None if L is None else L.expand(*batch, fixed, fixed).clone()
-        return TestMatrix(A.to(device), info, self.describe(), cond, self.text, L)
+            # said in the label: a batch of copies of one matrix, not a batch the source held
+            desc += f", the same matrix repeated over batch {'x'.join(map(str, batch))}"
+        return TestMatrix(A.to(device), info, desc, cond, self.text, L)
 
 
 def parse_matrix_spec(spec: str) -> MatrixSpec:

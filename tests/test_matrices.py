@@ -327,3 +327,16 @@ def test_property_spd_builds_an_spd_matrix_or_raises_a_documented_error(n, batch
         assert torch.equal(A, A.mH)
         if cond <= 1e12:   # beyond, rounding to float64 may leave the smallest eigenvalue <= 0
             assert bool((torch.linalg.eigvalsh(A) > 0).all())
+
+
+def test_a_deterministic_source_repeated_over_a_batch_says_so():
+    """--batch 2 with one matrix (a file, classic3, digits) runs a batch of copies: the label
+    says so, where it said nothing before; one matrix or a batched source keeps its label."""
+    from cusolver_trace.matrices import parse_matrix_spec
+
+    spec = parse_matrix_spec("classic3")
+    one, two = spec.make(), spec.make(batch=2)
+    assert "repeated" not in one.description
+    assert two.description == one.description + ", the same matrix repeated over batch 2"
+    assert torch.equal(two.A[0], one.A) and torch.equal(two.A[1], one.A)
+    assert "repeated over batch 2x3" in spec.make(batch=(2, 3)).description

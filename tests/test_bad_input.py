@@ -860,3 +860,35 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(capsys
     assert main(["compare", "--op", "cholesky", "--n", "4", "--device", "cpu", "--repeat", "0",
                  "--json", str(out)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]   # no check file left
+
+
+def test_output_paths_are_tried_the_same_way_by_every_command(tmp_path, monkeypatch):
+    """One check (_paths.output_problem) for compare, sweep, diff, devices and trace: a
+    trailing slash, a name too long, a link into a missing folder or into /proc are refused
+    before any work; an existing file keeps its bytes, /dev/null and a pipe are accepted
+    (a pipe is not opened: its reader would get an end of file), nothing is left behind."""
+    from cusolver_trace._paths import output_problem
+
+    monkeypatch.chdir(tmp_path)
+    keep = tmp_path / "keep.json"
+    keep.write_text("precious")
+    (tmp_path / "dangling.json").symlink_to("/nonexistent-folder/x.json")
+    bad = {"new.json/": "is a folder", "a" * 300 + ".json": "cannot write there",
+           "dangling.json": "no such folder: /nonexistent-folder", "": "empty file name"}
+    if os.path.isdir("/proc/self"):
+        (tmp_path / "to-proc.json").symlink_to("/proc/x.json")
+        bad["to-proc.json"] = "cannot write there"
+    for path, why in bad.items():
+        assert why in output_problem(path, "--json"), path
+    os.mkfifo(tmp_path / "pipe")
+    for path in ("keep.json", "new.json", os.devnull, "pipe"):
+        assert output_problem(path, "--json") is None, path
+    assert keep.read_text() == "precious"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert "new.json" not in before
+    # trace refuses before running the program
+    ran = tmp_path / "ran"
+    assert main(["trace", "--json", "dangling.json", "--", sys.executable, "-c",
+                 f"open({str(ran)!r}, 'w')"]) == 2
+    assert not ran.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

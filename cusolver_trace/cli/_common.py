@@ -185,42 +185,22 @@ def check_memory(nbytes: float, device: str, what: str) -> None:
 
 
 def output_path(path: str | None, flag: str, *, allow_stdout: bool = True) -> str | None:
-    """Check an output path before any work: ``-`` (stdout) where allowed, or a file whose
-    folder exists and which is not a folder itself.
+    """Check an output path before any work: ``-`` (stdout) where allowed, or a file that can
+    be written (:func:`cusolver_trace._paths.output_problem` tries it).
 
     Raises
     ------
     UsageError
     """
+    from .._paths import output_problem
+
     if path is None or (path == "-" and allow_stdout):
         return path
-    if path == "":
-        raise UsageError(f"{flag}: empty file name")
     if path == "-":
         raise UsageError(f"{flag} - (stdout) is not possible here")
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path}: is a directory; give a file name")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{flag} {path}: cannot write in {folder}")
-    # os.access says yes to root anywhere (/proc, a read-only mount): try it, so that a run of
-    # minutes does not end without its file. A regular file is opened to append (nothing
-    # written); a new one is tried as a temporary file beside it, removed at once; devices
-    # and pipes are left alone (opening a FIFO would wait for its reader)
-    try:
-        if os.path.isfile(path):
-            with open(path, "a"):
-                pass
-        elif not os.path.exists(path):
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cusolver-trace-check-")
-            os.close(fd)
-            os.remove(tmp)
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror or exc}") from None
+    problem = output_problem(path, flag)
+    if problem:
+        raise UsageError(problem)
     return path
 
 

@@ -202,22 +202,11 @@ def _echo(stream, lines) -> None:
 
 
 def _output_path_problem(option: str, path: str) -> str | None:
-    """Why ``path`` cannot be written as ``option``'s file, or ``None`` if it can."""
-    if not path:
-        return f"{option}: empty file name"
-    if os.path.isdir(path):
-        return f"{option} {path}: is a folder; give a file name"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.exists(folder):
-        return f"{option} {path}: no such folder: {folder}"
-    if not os.path.isdir(folder):
-        return f"{option} {path}: {folder} is not a folder"
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            return f"{option} {path}: permission denied"
-    elif not os.access(folder, os.W_OK | os.X_OK):
-        return f"{option} {path}: permission denied (cannot create files in {folder})"
-    return None
+    """Why ``path`` cannot be written as ``option``'s file, or ``None`` if it can (tried:
+    :func:`cusolver_trace._paths.output_problem`)."""
+    from .._paths import output_problem
+
+    return output_problem(path, option)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -1,0 +1,53 @@
+"""Whether an output file can be written, tried before any work: a run of minutes must not
+end without its file, and ``os.access`` says yes to root anywhere (``/proc``, a read-only
+file system). Used by every subcommand that writes files (:mod:`cusolver_trace.cli` and
+``cusolver-trace trace``)."""
+from __future__ import annotations
+
+import os
+import stat
+
+
+def output_problem(path: str, flag: str) -> str | None:
+    """Why ``path`` cannot be written as ``flag``'s file, or None when it can.
+
+    Nothing the user has is changed: an existing regular file is opened to append and
+    closed (nothing written, nothing truncated); a device (``/dev/null``, ``/dev/stdout``)
+    is opened to write and closed; a new file is created and removed at once (which also
+    catches a name too long, a read-only or virtual file system, a link to a missing
+    folder). A pipe is left alone: opening it to try would hand its reader an end of file.
+
+    Examples
+    --------
+    >>> output_problem("/nonexistent-folder/x.json", "--json")
+    '--json /nonexistent-folder/x.json: no such folder: /nonexistent-folder'
+    >>> output_problem("", "--out")
+    '--out: empty file name'
+    """
+    if not path:
+        return f"{flag}: empty file name"
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        return f"{flag} {path}: is a folder; give a file name"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return f"{flag} {path}: cannot write there: {exc.strerror or exc}"
+    try:
+        if st is not None:
+            if stat.S_ISFIFO(st.st_mode):
+                return None
+            mode = os.O_WRONLY | (os.O_APPEND if stat.S_ISREG(st.st_mode) else 0)
+            os.close(os.open(path, mode))
+            return None
+        # a new file, or a link to one that is not there yet: its real place is tried
+        target = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
+        folder = os.path.dirname(target)
+        if not os.path.isdir(folder):
+            return f"{flag} {path}: no such folder: {folder}"
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.remove(target)
+    except OSError as exc:
+        return f"{flag} {path}: cannot write there: {exc.strerror or exc}"
+    return None

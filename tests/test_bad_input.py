@@ -892,3 +892,13 @@ def test_output_paths_are_tried_the_same_way_by_every_command(tmp_path, monkeypa
                  f"open({str(ran)!r}, 'w')"]) == 2
     assert not ran.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("value", ["+4", " 4", "4_0", "0", "-1", "9" * 5000])
+def test_diff_limit_and_huge_integers_follow_the_integer_rule(value, capsys):
+    """diff --limit had its own int() (took '+4', ' 4', '4_0'); a 5000-digit number made
+    argparse print 'invalid parse value' with the number: one rule, one short line."""
+    with pytest.raises(SystemExit) as stop:
+        main(["diff", "a.json", "b.json", "--limit", value])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--limit" in err and len(err) < 300

@@ -34,6 +34,9 @@ def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
     def parse(text):
         if not _INT.fullmatch(str(text)):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+        if len(str(text).lstrip("-0")) > 40:   # beyond any bound here, and int() refuses
+            raise argparse.ArgumentTypeError(f"expected an integer of at most 40 digits, got "
+                                             f"{len(str(text))} digits")
         v = int(text)
         if minimum is not None and v < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")

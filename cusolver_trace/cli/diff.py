@@ -12,6 +12,7 @@ import sys
 import traceback
 
 from .. import _json
+from ._common import integer
 
 __all__ = ["register", "run"]
 
@@ -21,16 +22,6 @@ _EPILOG = (
     "  cusolver-trace diff a.json b.json --section-a 'cholesky_inverse batch=1' "
     "--section-b 'cholesky_inverse batch=4'\n"
     "  cusolver-trace diff a.json b.json --json -   # the comparison as JSON on stdout")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
 
 
 def register(sub) -> argparse.ArgumentParser:
@@ -67,7 +58,7 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="compare setup calls too")
     p.add_argument("--section-a", metavar="LABEL", help="only this section of A")
     p.add_argument("--section-b", metavar="LABEL", help="only this section of B")
-    p.add_argument("--limit", type=_positive_int, default=10, metavar="N",
+    p.add_argument("--limit", type=integer(1), default=10, metavar="N",
                    help="differences to print (default 10)")
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON ('-': stdout)")
     p.set_defaults(func=run)

@@ -733,17 +733,34 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
 
 def _fingerprint(**given) -> tuple:
     """Per input (``A``, ``B``, ``factor``; None where not given): its shape, dtype, device
-    and the float64 / complex128 sum of its values, as bytes (NaN equal to itself). One
-    reduction per input and one transfer of the sums: what :func:`with_gpu_busy` checks that
-    it was handed the same inputs with, without keeping them alive between the two calls."""
+    and ``wᵀ·[uᵀ X_b v]_b`` for fixed random vectors ``u``, ``v``, ``w`` (complex for complex
+    inputs), NaN / ±Inf first replaced by three constants, as bytes. A plain sum missed
+    swapped entries, a permutation, a change moved between the triangles, a conjugate and
+    NaN at other places; weighting every entry by its own random ``u_i v_j w_b`` does not.
+    One copy, three scalings and one sum per input, and one transfer of the results:
+    what :func:`with_gpu_busy` checks that it was handed the same inputs with, without
+    keeping them alive between the two calls."""
     import struct
 
     import torch
 
-    sums = {k: (t.sum(dtype=torch.complex128) if t.is_complex() else t.sum(dtype=torch.float64))
-            for k, t in given.items() if t is not None and t.numel()}
-    host = dict(zip(sums, torch.stack([v.to(torch.complex128) for v in sums.values()])
-                    .cpu().tolist())) if sums else {}
+    forms = {}
+    for k, t in given.items():
+        if t is None or not t.numel():
+            continue
+        dt = torch.complex128 if t.is_complex() else torch.float64
+        # a new tensor (nan_to_num is out of place): the products below may work in place
+        x = t.reshape(-1, *t.shape[-2:]).to(dt).nan_to_num(nan=0.5772156649015329,
+                                                            posinf=1.618033988749895,
+                                                            neginf=-2.718281828459045)
+        g = torch.Generator().manual_seed(20261202)
+        u, v, w = (torch.randn(m, generator=g, dtype=dt).to(t.device)
+                   for m in (x.shape[1], x.shape[2], x.shape[0]))
+        # elementwise products and one sum, not matrix-vector products: a sum's order is
+        # fixed on a given device, so the same input gives the same bits on both calls
+        forms[k] = x.mul_(u[:, None]).mul_(v).mul_(w[:, None, None]).sum()
+    host = dict(zip(forms, torch.stack([f.to(torch.complex128) for f in forms.values()])
+                    .cpu().tolist())) if forms else {}
     out = []
     for k, t in given.items():
         if t is None:
@@ -766,7 +783,7 @@ def _fingerprint_difference(was: tuple, now: tuple) -> str:
         for i, what in enumerate(("shape", "dtype", "device")):
             if a[i] != b[i]:
                 return f"{k}'s {what} is {b[i]}, compare had {a[i]}"
-        return f"{k}'s values are not the ones compare had (their sums differ)"
+        return f"{k}'s values are not the ones compare had"
     return "they differ"
 
 
@@ -804,7 +821,8 @@ def with_gpu_busy(c: Comparison, A=None, B=None, *, factor=None) -> Comparison:
         ``c`` is not waiting for its GPU-busy time (made with ``gpu_busy=True``, or passed
         here before), or the inputs are not the ones ``c`` was made from: each of ``A``,
         ``B``, ``factor`` given to both or to neither, with the same shape, dtype, device
-        and values (checked through their sums: one reduction each).
+        and values (checked through a random weighted sum of each: one copy and one
+        reduction per input).
 
     Examples
     --------

@@ -740,6 +740,12 @@ def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag)
               (A, {"factor": torch.linalg.cholesky(A)}, "factor was not given")]
     if other_n != n:
         others.append((spd(other_n), {}, "shape"))
+    if n >= 2:   # same sum, other values: a change moved between the triangles, a permutation
+        moved = A.clone()
+        moved[n - 1, 0] += 1
+        moved[0, n - 1] -= 1
+        perm = torch.roll(torch.arange(n), 1)
+        others += [(moved, {}, "values"), (A[perm][:, perm], {}, "values")]
     for X, kw, why in others:
         with pytest.raises(ValueError, match=why):
             ct.with_gpu_busy(c, X, **kw)

@@ -543,14 +543,13 @@ def test_compare_one_library_failing_a_numerically_singular_minor_is_failed_alik
     assert compare("cholesky", A, timing=False, provenance=False).verdict == "MISMATCH"
 
 
-def test_time_calls_idle_start_synchronizes_before_each_cuda_sample(monkeypatch):
-    """idle_start=True (compare's timing): a synchronize right before every sample's start
-    event, so no sample starts behind another's queued work; without it only the one before
-    the loop and the one after it. Recorded with stand-ins for torch.cuda's events (CPU)."""
+@pytest.fixture
+def cuda_log(monkeypatch):
+    """torch.cuda's events, synchronize and device switch replaced by stand-ins (CPU) that
+    append "record" / "sync" to the list returned; an event's time is its place in it."""
     import contextlib
 
     import torch as _torch
-    from cusolver_trace import timing
 
     log = []
 
@@ -568,6 +567,16 @@ def test_time_calls_idle_start_synchronizes_before_each_cuda_sample(monkeypatch)
     monkeypatch.setattr(_torch.cuda, "Event", Ev)
     monkeypatch.setattr(_torch.cuda, "synchronize", lambda dev=None: log.append("sync"))
     monkeypatch.setattr(_torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    return log
+
+
+def test_time_calls_idle_start_synchronizes_before_each_cuda_sample(cuda_log):
+    """idle_start=True (compare's timing): a synchronize right before every sample's start
+    event, so no sample starts behind another's queued work; without it only the one before
+    the loop and the one after it. Recorded with stand-ins for torch.cuda's events (CPU)."""
+    from cusolver_trace import timing
+
+    log = cuda_log
     fns = {"a": lambda: log.append("call a"), "b": lambda: log.append("call b")}
     for idle in (True, False):
         log.clear()
@@ -605,32 +614,14 @@ def test_time_split_gives_no_verdict_from_fewer_than_three_samples():
     assert time_split((1, 1.01), (0.9, 0.9), (0.05, 0.05), samples=1).kind == "alike"
 
 
-def test_time_calls_and_time_host_warm_each_call_once_untimed_before_each_sample(monkeypatch):
+def test_time_calls_and_time_host_warm_each_call_once_untimed_before_each_sample(cuda_log):
     """warm_each=True (compare's timing): each CUDA sample is preceded by an untimed call of
     the same callable, then the synchronize, then the sample's start event (time_calls) or
     clock (time_host); without it no call comes between the synchronize and the sample of
     another callable. Recorded with stand-ins for torch.cuda's events (CPU)."""
-    import contextlib
-
-    import torch as _torch
     from cusolver_trace import timing
 
-    log = []
-
-    class Ev:
-        def __init__(self, enable_timing=False):
-            self.t = None
-
-        def record(self):
-            log.append("record")
-            self.t = len(log)
-
-        def elapsed_time(self, other):
-            return float(other.t - self.t)
-
-    monkeypatch.setattr(_torch.cuda, "Event", Ev)
-    monkeypatch.setattr(_torch.cuda, "synchronize", lambda dev=None: log.append("sync"))
-    monkeypatch.setattr(_torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    log = cuda_log
     fns = {"a": lambda: log.append("call a"), "b": lambda: log.append("call b")}
     for warm in (True, False):
         log.clear()

@@ -609,9 +609,7 @@ def compare(op: str, A=None, B=None, *, factor=None, upper: bool = False,
         is timed three ways, ``repeat`` samples each: CUDA events, GPU-busy time (kernel
         durations from ``torch.profiler``; at most :data:`GPU_BUSY_MAX_CALLS` samples) and
         host issue time, in that order: the profiler last, since once it has run every
-        later call in the process is slower (on the H200, torch 2.11: the host time of
-        ``cholesky_ex`` at n = 64 went from 43 to 64 µs, and CUDA-event times at n = 256 up
-        by 30 %, for the rest of the process).
+        later call in the process is slower (figures in :func:`with_gpu_busy`).
     timing : bool
         Set False to skip timing.
     gpu_busy : bool

@@ -26,6 +26,8 @@ import tempfile
 import traceback
 from typing import Sequence
 
+from .._paths import output_problem
+
 __all__ = ["register", "run", "main", "build_parser", "positive_seconds",
            "EXIT_OK", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_INTERRUPTED"]
 
@@ -201,14 +203,6 @@ def _echo(stream, lines) -> None:
     stream.flush()
 
 
-def _output_path_problem(option: str, path: str) -> str | None:
-    """Why ``path`` cannot be written as ``option``'s file, or ``None`` if it can (tried:
-    :func:`cusolver_trace._paths.output_problem`)."""
-    from .._paths import output_problem
-
-    return output_problem(path, option)
-
-
 def _same_file(a: str, b: str) -> bool:
     """``a`` and ``b`` are one regular file (or one path that does not exist yet);
     devices such as ``/dev/null`` may be shared."""
@@ -358,7 +352,7 @@ def _run(args: argparse.Namespace, say) -> int:
                                                    ("--chrome", chrome))
                if path is not None and not (option == "--json" and path == "-")]
     for option, path in outputs:
-        problem = _output_path_problem(option, path)
+        problem = output_problem(path, option)   # tried, as every command's outputs
         if problem:
             raise _Failure(problem)
     inputs = [("--from-log", args.from_log)] if args.from_log else []

@@ -1,14 +1,16 @@
-"""cusolver-trace: call cuSOLVER directly, replay torch's Cholesky family, compare.
+"""cusolver-trace: call cuSOLVER directly, replay torch's linear-algebra ops, compare.
 
 Layers (each imports only the ones below it in this list):
 
 1. ``cusolver_trace.raw``       raw cuSOLVER / cuBLAS bindings, 1:1 with the C API
 2. ``cusolver_trace.backends``  ``cuda`` (cuSOLVER / cuBLAS on torch's stream and allocator;
                                 the only importer of ``raw``) and ``cpu`` (scipy LAPACK)
-3. ``cusolver_trace.routines``  potrf / potrs / potri / trtri / cholesky_inverse / spd_inverse: one public
-                                entry point per operation, one method table (plans: ``plans``)
-4. ``cusolver_trace.ops``       the op registry: one module per torch op (torch call, inputs,
-                                dispatch rules per version, replay, check, flop count, methods)
+3. ``cusolver_trace.routines``  one public entry point per operation (potrf, potrs, potri,
+                                trtri, cholesky_inverse, spd_inverse), each with one
+                                implementation table (plans: ``plans``)
+4. ``cusolver_trace.ops``       the op registry: one module per torch op (options, inputs,
+                                dispatch rules per version, replay, judgement, flop count,
+                                methods)
 5. tools: ``checks`` (LAPACK ratios), ``matrices``, ``timing``, ``replay``, ``compare``,
    ``sweep``, ``workflow``, ``tracing``
 6. ``cusolver_trace.cli``       the ``cusolver-trace`` command, one module per subcommand
@@ -26,6 +28,7 @@ from .errors import (
     NonFiniteError,
     NotPositiveDefiniteError,
     SingularFactorError,
+    SingularMatrixError,
 )
 
 __version__ = "0.1.0"
@@ -46,6 +49,7 @@ __all__ = [
     "spd_inverse", "spd_inverse_method", "SPD_INVERSE_METHODS",
     "compare", "with_gpu_busy", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
     "dtype_info", "SUPPORTED_DTYPES",
-    "NotPositiveDefiniteError", "SingularFactorError", "NonFiniteError", "IllegalArgumentError",
+    "NotPositiveDefiniteError", "SingularFactorError", "SingularMatrixError", "NonFiniteError",
+    "IllegalArgumentError",
     "LibraryStatusError", "CuSolverStatusError", "CuBlasStatusError", "GPUUnavailableError",
 ]

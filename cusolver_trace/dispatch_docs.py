@@ -19,16 +19,16 @@ from . import ops as _ops
 
 
 def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=None):
-    """(op, batch, preference, function, inputs, upper) for every replayable op of the registry
-    (or the names in ``ops``)."""
-    from .matrices import spd
+    """(op, batch, preference, inputs) for every replayable op of the registry (or the names
+    in ``ops``), with the op's default options."""
+    from .sweep.measure import input_matrix
 
     for name in ops or _ops.names(replayable=True):
         o = _ops.get(name)
         o.require_replay()
         for b in (1, batch):
             for pref in ("default", "cusolver"):
-                A = spd(n, batch=() if b == 1 else (b,), dtype="float64", device=device, seed=1)
+                A = input_matrix(o.structure, n, () if b == 1 else (b,), 2.0, "float64", device, 1)
                 inputs = _ops.prepare_inputs(o, A, nrhs=nrhs, seed=1)
                 yield o, b, pref, inputs
 
@@ -67,13 +67,14 @@ def generate(outdir: str | Path = "docs", *, n: int = 256, batch: int = 4, nrhs:
            "them; `× k` = k identical calls; `[GPU … ms, k kernels]` = the kernels that call launched, "
            "see reading-a-trace.md, \"Per-call GPU time\") and the CUDA kernels with GPU time from "
            "torch.profiler. "
-           f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for cholesky_solve, "
-           "lower triangle. How to read these: [reading-a-trace.md](reading-a-trace.md).", ""]
+           f"float64, n = {n}, batch {batch} for batch > 1, nrhs = {nrhs} for ops with "
+           "right-hand sides, each op's default options. How to read these: "
+           "[reading-a-trace.md](reading-a-trace.md).", ""]
     for o, b, pref, inputs in _cases(n, batch, nrhs, device, ops):
         p = o.torch_path(batch=b, n=n, nrhs=inputs.nrhs, preferred=pref,
                          device="cpu" if device == "cpu" else "cuda")
         with _ops.preferred_library(pref if device != "cpu" else None):
-            t = trace(o.torch_call, inputs, False)
+            t = trace(o.torch_call, inputs, o.options_from())
         out += [f"## {o.name}, batch {b}, preferred_linalg_library = {pref}", "",
                 f"Predicted ({p.rule}): **{p.backend}** — " + " → ".join(f"`{c}`" for c in p.calls), "",
                 "```text", _strip(t.render_text(width=250)), "```", ""]

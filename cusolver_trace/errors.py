@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularFactorError",
+    "SingularMatrixError",
     "NonFiniteError",
     "IllegalArgumentError",
     "LibraryStatusError",
@@ -68,6 +69,27 @@ class SingularFactorError(np.linalg.LinAlgError):
             f"{routine}:{_batch_part(batch_index, batch_shape)} The diagonal element "
             f"{self.index} is zero, the inversion could not be completed because the "
             f"input matrix is singular."
+        )
+
+
+class SingularMatrixError(np.linalg.LinAlgError):
+    """An LU factorization found an exact zero pivot: ``U[k, k] = 0`` (getrf ``info = k > 0``).
+
+    LAPACK completes the factorization, but U is singular: a solve or an inverse from it
+    would divide by zero. The message follows torch's ``linalg.solve`` / ``linalg.inv``
+    wording.
+
+    Attributes: ``routine``, ``index`` (k, the 1-based column of the zero pivot),
+    ``batch_index``.
+    """
+
+    def __init__(self, routine: str, index: int, batch_index=None, batch_shape=None):
+        self.routine = routine
+        self.index = int(index)
+        self.batch_index = None if batch_index is None else int(batch_index)
+        super().__init__(
+            f"{routine}:{_batch_part(batch_index, batch_shape)} U[{self.index}, {self.index}] "
+            f"is exactly zero (the pivot of column {self.index}): the input matrix is singular."
         )
 
 

@@ -1,4 +1,4 @@
-"""Replays of exactly the library calls torch makes for its Cholesky family.
+"""Replays of exactly the library calls torch makes for its linear-algebra ops.
 
 The dispatch rules live with each op (:mod:`cusolver_trace.ops`: typed rows per torch
 version and backend preference, established from PyTorch's sources, the symbols of the
@@ -58,7 +58,8 @@ def nvtx_labels(op, inputs, path: TorchPath) -> tuple[str, str]:
 
 
 def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float64",
-               device: str = "cuda", torch_version=None, preferred: str | None = None) -> TorchPath:
+               device: str = "cuda", torch_version=None, preferred: str | None = None,
+               **options) -> TorchPath:
     """Which library calls torch makes for ``op`` on inputs of this shape.
 
     Parameters
@@ -74,8 +75,9 @@ def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float6
     torch_version : str, optional
         Default: the installed torch.
     preferred : {"default", "cusolver", "magma"}, optional
-        ``torch.backends.cuda.preferred_linalg_library()``; None reads it. torch >= 2.12
-        ignores it for these ops.
+        ``torch.backends.cuda.preferred_linalg_library()``; None reads it.
+    **options
+        The op's options (``upper=True``, ``adjoint=True``; default torch's defaults).
 
     Returns
     -------
@@ -85,6 +87,8 @@ def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float6
     ------
     cusolver_trace.ops.OpError
         Unknown op, or an op without a dispatch table (a ``ValueError``).
+    TypeError
+        An option the op does not take.
 
     Examples
     --------
@@ -92,10 +96,12 @@ def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float6
     'cublas'
     """
     return ops.get(op).torch_path(batch=batch, n=n, nrhs=nrhs, dtype=dtype, device=device,
-                                  torch_version=torch_version, preferred=preferred)
+                                  torch_version=torch_version, preferred=preferred,
+                                  options=options)
 
 
-def replay(op, x, b=None, *, upper: bool = False, path: TorchPath | None = None, **path_kw):
+def replay(op, x, b=None, *, pivots=None, path: TorchPath | None = None,
+           torch_version=None, preferred: str | None = None, **options):
     """Run torch's library calls for ``op`` through the backends.
 
     Parameters
@@ -103,15 +109,18 @@ def replay(op, x, b=None, *, upper: bool = False, path: TorchPath | None = None,
     op : str
         A registered op with a replay.
     x : torch.Tensor (..., n, n)
-        The op's matrix argument (A, or the factor); CUDA (cuSOLVER / cuBLAS) or CPU
-        (scipy LAPACK).
+        The op's matrix argument (A, or a factorization of it); CUDA (cuSOLVER / cuBLAS) or
+        CPU (scipy LAPACK).
     b : torch.Tensor (..., n, nrhs), optional
         Right-hand sides (ops with B; same batch shape as x).
-    upper : bool
+    pivots : torch.Tensor (..., n), optional
+        The factorization's pivots, for ops that take them.
     path : TorchPath, optional
         Default: :func:`torch_path` for these inputs.
-    **path_kw
-        Passed to :func:`torch_path` (``torch_version``, ``preferred``).
+    torch_version, preferred
+        As :func:`torch_path`.
+    **options
+        The op's options (default torch's defaults).
 
     Returns
     -------
@@ -136,9 +145,9 @@ def replay(op, x, b=None, *, upper: bool = False, path: TorchPath | None = None,
     """
     o = ops.get(op)
     o.require_replay()
-    inputs = ops.Inputs(x, x, b)
+    opts = o.options_from(**options)
+    inputs = ops.Inputs(x, x, b, pivots)
     if path is None:
-        path = o.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs, dtype=x.dtype,
-                            device=x.device.type, **path_kw)
+        path = o.path_for(inputs, opts, torch_version=torch_version, preferred=preferred)
     with nvtx_range(nvtx_labels(o, inputs, path)[1], color="green"):
-        return o.run_replay(inputs, upper, path)
+        return o.run_replay(inputs, opts, path)

@@ -120,9 +120,10 @@ def run_workflow(devices=None, *, n: int = 4096, dtype: str = "float64", seed: i
 
 
 def run_op(op, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
-           dtype: str = "float64", upper: bool = False, seed: int = 0, repeat: int = 10,
+           dtype: str = "float64", options=None, seed: int = 0, repeat: int = 10,
            warmup: int = 3) -> list[DeviceRun]:
-    """Like :func:`run_workflow` for one registered op: torch's call vs its replay.
+    """Like :func:`run_workflow` for one registered op: torch's call vs its replay
+    (``options``: the op's options, a mapping; default torch's defaults).
 
     Raises
     ------
@@ -130,15 +131,18 @@ def run_op(op, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
         Unknown op, or one without a replay.
     """
     from . import ops
+    from .sweep.measure import input_matrix
 
     o = ops.get(op)
     o.require_replay()
-    A_host = spd(n, batch=() if batch == 1 else (batch,), cond=1e3, dtype=dtype, seed=seed)
+    opts = o.options_from(**dict(options or {}))
+    A_host = input_matrix(o.structure, n, () if batch == 1 else (batch,), 1e3, dtype, "cpu",
+                          seed)
 
     def build(dev):
-        inputs = ops.prepare_inputs(o, A_host.to(dev), upper=upper, nrhs=nrhs, seed=seed)
-        replay = o.replay_call(inputs, upper)   # decided once, outside the timing loop
-        return ((lambda: o.torch_call(inputs, upper)[0]), (lambda: replay()[0]))
+        inputs = ops.prepare_inputs(o, A_host.to(dev), opts=opts, nrhs=nrhs, seed=seed)
+        replay = o.replay_call(inputs, opts)   # decided once, outside the timing loop
+        return ((lambda: o.torch_call(inputs, opts)[0]), (lambda: replay()[0]))
 
     return run_on_devices(build, devices, repeat=repeat, warmup=warmup)
 

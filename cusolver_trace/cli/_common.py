@@ -98,18 +98,72 @@ def dtype_name(text: str) -> str:
     return choice(tuple(SUPPORTED_DTYPES), "dtype")(text)
 
 
-_UPLO = {"l": False, "lower": False, "u": True, "upper": True}
+# --------------------------------------------------------------------------- op options
+def _word(opt):
+    """argparse type: one word of the option ``opt`` (its value)."""
+    def parse(text):
+        try:
+            return opt.parse_word(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {', '.join(opt.words)}, got {text!r}") from None
+    return parse
 
 
-def uplo(text: str) -> bool:
-    """``L`` / ``U`` / ``lower`` / ``upper`` in any case → ``upper`` (bool); else an error
-    (surrounding spaces too, as for every other value).
+def add_option_flags(p) -> None:
+    """One argument per option flag of the registered ops (a comma-separated list of the
+    option's words), and each option's shortcut flag; the op's own are picked out after
+    parsing (:func:`option_sets`)."""
+    from .. import ops
 
-    The one place the command line turns a fill mode into the ``upper`` flag."""
-    key = str(text).lower()
-    if key not in _UPLO:
-        raise argparse.ArgumentTypeError(f"expected L, U, lower or upper, got {text!r}")
-    return _UPLO[key]
+    for flag, opt in ops.all_options().items():
+        takers = [o.name for o in ops.all_ops() if any(x.flag == flag for x in o.options)]
+        if opt.shortcut is None:
+            p.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), opt.flag[2:]),
+                           default=None, help=f"{opt.help} ({', '.join(takers)})")
+            continue
+        group = p.add_mutually_exclusive_group()
+        group.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), opt.flag[2:]),
+                           default=None, help=f"{opt.help} ({', '.join(takers)})")
+        short, value = opt.shortcut
+        group.add_argument(short, dest=f"opt_{opt.name}", action="store_const", const=[value],
+                           help=f"the same as {flag} {opt.labels[value]}")
+
+
+def option_sets(args, op, *, lists: bool = True) -> list[dict]:
+    """The option combinations the command line asks of ``op`` (every combination of the
+    lists given; torch's defaults for the flags not given).
+
+    Raises
+    ------
+    UsageError
+        A flag of another op's option, or (``lists=False``) more than one value.
+    """
+    import itertools
+
+    from .. import ops
+
+    mine = {o.name for o in op.options}
+    chosen = {}
+    for flag, opt in ops.all_options().items():
+        values = getattr(args, f"opt_{opt.name}", None)
+        if values is None:
+            continue
+        if opt.name not in mine:
+            shown = flag if opt.shortcut is None else f"{flag} / {opt.shortcut[0]}"
+            theirs = ", ".join(o.flag for o in op.options) or "none"
+            raise UsageError(f"{shown} is not an option of {op.name} (its options: {theirs})")
+        if not lists and len(values) > 1:
+            raise UsageError(f"{flag} takes one value here, got {len(values)}")
+        chosen[opt.name] = values
+    names = [o.name for o in op.options]
+    lists_ = [chosen.get(n, [op.option(n).default]) for n in names]
+    return [dict(zip(names, combo)) for combo in itertools.product(*lists_)]
+
+
+def options_label(op, options: dict) -> str:
+    """The options of one point in a table cell (``L``; ``left N``)."""
+    return " ".join(op.option(k).labels[v] for k, v in options.items()) or "—"
 
 
 def shard(text: str) -> tuple[int, int]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console, csv_of,
-                      dtype_name, integer, output_path, resolve_device, uplo, write_json)
-
-
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
+                      console, csv_of, dtype_name, integer, option_sets, options_label,
+                      output_path, resolve_device, write_json)
 
 SPLIT_WORDS = {"alike": "alike", "noisy": "too noisy", "gpu-work": "GPU work",
                "issue-overhead": "issue overhead", "gpu-work-and-issue-overhead": "GPU work + issue",
@@ -23,12 +22,12 @@ def _med(t) -> str:
     return f"{t.median_ms:.4g}" + ("~" if t.noisy else "")
 
 
-def _summary(con, results, device):
+def _summary(con, op, results, device):
     from rich.table import Table
 
     traced = any(c.call_sequences is not None for c in results)
     t = Table(title=f"{results[0].op}: {len(results)} comparisons on {device}")
-    cols = ["dtype", "n", "batch", "uplo", "torch path", "verdict", "max ULP", "ratio torch",
+    cols = ["dtype", "n", "batch", "options", "torch path", "verdict", "max ULP", "ratio torch",
             "ratio replay", "replay/torch time"] + (["calls equal"] if traced else [])
     for col in cols:
         t.add_column(col)
@@ -38,7 +37,7 @@ def _summary(con, results, device):
 
     for c in results:
         s = c.spec
-        row = [s["dtype"], str(s["n"]), str(s["batch"]), "U" if s["upper"] else "L",
+        row = [s["dtype"], str(s["n"]), str(s["batch"]), options_label(op, s["options"]),
                c.path.backend, c.verdict, f(c.max_ulp_distance, "d"),
                f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"), f(c.time_ratio, ".3f")]
         if traced:
@@ -53,13 +52,13 @@ def _summary(con, results, device):
               caption=f"{ev}: {'CUDA-event' if ev == 'events' else 'wall (perf_counter)'} time; GPU: GPU-busy time (kernel durations, "
                       "torch.profiler); host: time to issue the call; difference: what the "
                       "replay − torch difference is")
-    for col in ("dtype", "n", "batch", "uplo", f"torch {ev}", "torch GPU", "torch host",
+    for col in ("dtype", "n", "batch", "options", f"torch {ev}", "torch GPU", "torch host",
                 f"replay {ev}", "replay GPU", "replay host", "replay/torch", "difference"):
         t.add_column(col, no_wrap=True)
     for c in results:
         s = c.spec
         tt, rt = c.torch.times(), c.replay.times()
-        t.add_row(s["dtype"], str(s["n"]), str(s["batch"]), "U" if s["upper"] else "L",
+        t.add_row(s["dtype"], str(s["n"]), str(s["batch"]), options_label(op, s["options"]),
                   *(_med(tt[k]) for k in ("events", "gpu_busy", "host")),
                   *(_med(rt[k]) for k in ("events", "gpu_busy", "host")),
                   f(c.time_ratio, ".3f"),
@@ -74,6 +73,7 @@ def run(args) -> int:
     from ..matrices import parse_matrix_spec
 
     op = ops.get(args.op)
+    option_list = option_sets(args, op)
     if args.trace_timeout is not None and not args.trace:
         raise UsageError("--trace-timeout is for --trace (the child that logs both sides)")
     if args.nrhs is not None and not op.has_rhs:
@@ -88,7 +88,7 @@ def run(args) -> int:
         # read once here for its order and its batch: a batched file keeps its own batch, and
         # a --batch it does not hold is refused before any work (a --batch 1 used to be taken
         # for the default)
-        probe = spec.make(dtype=dtypes[0], device="cpu").A
+        probe = spec.make(dtype=dtypes[0], device="cpu", **_structure(op)).A
         fixed, file_batch = probe.shape[-1], tuple(probe.shape[:-2])
         del probe
     else:
@@ -119,11 +119,11 @@ def run(args) -> int:
                   "is compared with the replay through scipy's LAPACK.")
     import torch
 
-    def point(dtype, n, batch, upper):
+    def point(dtype, n, batch, options):
         """The inputs of one point (seeded: the same on every call) and their label."""
         shape = () if file_batch or (batch == 1 and not args.keep_batch_dim) else (batch,)
         tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype, device=device,
-                       seed=args.seed)
+                       seed=args.seed, **_structure(op))
         B = None
         if op.has_rhs:
             g = torch.Generator().manual_seed(args.seed + 1)
@@ -131,8 +131,8 @@ def run(args) -> int:
                             dtype=torch.float64).to(tm.A.dtype).to(device)
         return tm, B
 
-    points = [(dtype, n, batch, upper) for dtype in dtypes for n in sizes for batch in batches
-              for upper in args.uplo]
+    points = [(dtype, n, batch, options) for dtype in dtypes for n in sizes for batch in batches
+              for options in option_list]
     # torch.profiler (the GPU-busy time) slows every later call in the process: on a GPU,
     # every point's event and host times are taken first, and the profiler runs after them
     # all, on the same inputs made again
@@ -141,9 +141,9 @@ def run(args) -> int:
         con.print(f"[dim]timing {len(points)} points, then their GPU-busy time (the profiler "
                   "slows every later call in its process, so it runs last)[/]")
     results = []
-    for dtype, n, batch, upper in points:
-        tm, B = point(dtype, n, batch, upper)
-        c = compare(op.name, tm.A, B, upper=upper, preferred=args.preferred,
+    for dtype, n, batch, options in points:
+        tm, B = point(dtype, n, batch, options)
+        c = compare(op.name, tm.A, B, **options, preferred=args.preferred,
                     repeat=args.repeat, warmup=args.warmup, timing=True,
                     matrix=tm.description, seed=args.seed, trace=args.trace,
                     trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout,
@@ -162,7 +162,7 @@ def run(args) -> int:
                 con.print(results[i])
                 con.print()
     if len(results) > 1:
-        _summary(con, results, device)
+        _summary(con, op, results, device)
     if json_path:
         write_json([c.to_dict() for c in results], json_path, con)
     con.print(f"{len(results)} compared: " + ", ".join(
@@ -174,6 +174,10 @@ def run(args) -> int:
             + (f" ({sum(cs.counts_as_mismatch for cs in seqs)} where the replay is exact: "
                "MISMATCH)" if any(cs.counts_as_mismatch for cs in seqs) else ""))
     return EXIT_MISMATCH if any(c.verdict == "MISMATCH" for c in results) else EXIT_OK
+
+
+def _structure(op) -> dict:  # TODO(merge): always structure=op.structure
+    return {} if op.structure == "hpd" else {"structure": op.structure}
 
 
 def _profile_last(device: str, repeat: int) -> bool:
@@ -206,11 +210,7 @@ def register(sub) -> None:
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--dtype", type=csv_of(dtype_name, "dtype"), default=None,
                    help="float32,float64,complex64,complex128 (default float64, or a file's own)")
-    fill = p.add_mutually_exclusive_group()
-    fill.add_argument("--upper", dest="uplo", action="store_const", const=[True], default=[False],
-                      help="use the upper triangle (default lower)")
-    fill.add_argument("--uplo", dest="uplo", type=csv_of(uplo, "fill mode"),
-                      help="L, U, lower, upper (any case), or a list such as lower,upper")
+    add_option_flags(p)
     p.add_argument("--matrix", default="random",
                    help="input spec: random, random:cond=1e6, lapack:ill, classic3, file:PATH, digits")
     p.add_argument("--device", default=None, help="cuda:0, cuda:1, ... or cpu (default: cuda:0 if present)")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console,
-                      dtype_name, integer, output_path, resolve_device, write_json)
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
+                      console, dtype_name, integer, option_sets, options_label, output_path,
+                      resolve_device, write_json)
 
 CPU_DEFAULT_N = 512
 """The CPU's default order: the workflow there takes about a second (n = 4096 took minutes)."""
@@ -16,12 +17,20 @@ def run(args) -> int:
     from ..workflow import render, run_op, run_workflow, visible_devices
 
     op = ops.get(args.op) if args.op else None
+    options = {}
     if op is not None:
         op.require_replay()
+        options = option_sets(args, op, lists=False)[0]
         if args.nrhs is not None and not op.has_rhs:
             raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
-    elif args.nrhs is not None or args.batch != 1:
-        raise UsageError("--nrhs and --batch are for one op (--op); the workflow runs one matrix")
+    else:
+        if args.nrhs is not None or args.batch != 1:
+            raise UsageError("--nrhs and --batch are for one op (--op); the workflow runs one "
+                             "matrix")
+        given = [o.flag for o in ops.all_options().values()
+                 if getattr(args, f"opt_{o.name}", None) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: the op options are for one op (--op)")
     json_path = output_path(args.json, "--json")
     con = console(stderr=json_path == "-")
     devices = [resolve_device(d) for d in args.device] if args.device else visible_devices()
@@ -37,8 +46,10 @@ def run(args) -> int:
     kw = dict(repeat=args.repeat, warmup=args.warmup, dtype=args.dtype)
     with con.status(f"timing torch and the replay on {', '.join(devices)} (n = {n}) ..."):
         if op is not None:
-            runs = run_op(op, devices, n=n, batch=args.batch, nrhs=args.nrhs or 1, **kw)
-            title = f"{op.name} n={n} batch={args.batch} {args.dtype}: torch vs replay on each device"
+            runs = run_op(op, devices, n=n, batch=args.batch, nrhs=args.nrhs or 1,
+                          options=options, **kw)
+            title = (f"{op.name} n={n} batch={args.batch} {args.dtype} "
+                     f"{options_label(op, options)}: torch vs replay on each device")
         else:
             runs = run_workflow(devices, n=n, **kw)
             title = (f"hello_cholesky workflow n={n} {args.dtype}: "
@@ -72,6 +83,7 @@ def register(sub) -> None:
     p.add_argument("--batch", type=integer(1), default=1)
     p.add_argument("--nrhs", type=integer(1), default=None)
     p.add_argument("--dtype", type=dtype_name, default="float64")
+    add_option_flags(p)
     p.add_argument("--device", action="append", help="restrict to these devices (repeatable)")
     p.add_argument("--repeat", type=integer(1, 10000), default=10)
     p.add_argument("--warmup", type=integer(0, 10000), default=3,

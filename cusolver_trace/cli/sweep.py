@@ -6,9 +6,9 @@ import os
 import sys
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, check_memory, choice, console, csv_of,
-                      distinct_outputs, dtype_name, integer, number, output_path, resolve_device,
-                      shard, writing)
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
+                      console, csv_of, distinct_outputs, dtype_name, integer, number,
+                      option_sets, output_path, resolve_device, shard, writing)
 
 
 def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
@@ -22,9 +22,13 @@ def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
         argv += ["--nrhs", str(args.nrhs)]
     if args.method:
         argv += ["--method", ",".join(args.method)]
-    for flag in ("upper", "flush_l2", "unchecked"):
+    for flag in ("flush_l2", "unchecked"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
+    op = ops.get(args.op)
+    for name, value in option_sets(args, op, lists=False)[0].items():
+        opt = op.option(name)
+        argv += [opt.flag, opt.labels[value]]
     if args.device:
         argv += ["--device", args.device]
     return argv
@@ -66,6 +70,7 @@ def run(args) -> int:
     from ..timing import cpu_threads
 
     op = ops.get(args.op)
+    options = option_sets(args, op, lists=False)[0]
     if args.nrhs is not None and not op.has_rhs:
         raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
     for flag, path in (("--out", args.out), ("--csv", args.csv), ("--plot", args.plot)):
@@ -134,7 +139,7 @@ def run(args) -> int:
         rows = spread_over_gpus(args, ids[:count], con)
     else:
         rows = measure.run_sweep(op, args.n, args.batch, args.dtype, names, device=device,
-                                 upper=args.upper, nrhs=args.nrhs or 1, repeat=args.repeat,
+                                 options=options, nrhs=args.nrhs or 1, repeat=args.repeat,
                                  warmup=args.warmup, seed=args.seed, cond=args.cond,
                                  flush_l2=args.flush_l2, console=con, shard=args.shard,
                                  unchecked=args.unchecked)
@@ -195,7 +200,7 @@ def register(sub) -> None:
                        f"{o.name}: {','.join(o.methods)}" for o in ops.all_ops()))
     p.add_argument("--unchecked", action="store_true",
                    help="also time each checked method with check=False (the checks' cost)")
-    p.add_argument("--upper", action="store_true", help="use the upper triangle (default lower)")
+    add_option_flags(p)
     p.add_argument("--nrhs", type=integer(1), default=None,
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--repeat", type=integer(1, 10000), default=10, help="timed samples per method")

@@ -8,37 +8,36 @@ CPU: LAPACK ``?potrf`` per matrix. Checked with LAPACK's ``?pot01``; LAWN 41 cou
 """
 from __future__ import annotations
 
-from .. import checks, routines
-from ..backends import cpu as _cpu
 from . import ANY, REPLAY, TORCH, DispatchRule, Method, Op, When, register
-from ._common import cuda
+from . import _cholesky as fam
 
 
-def torch_call(inputs, upper):
+def torch_call(inputs, opts):
     """``torch.linalg.cholesky_ex``: the kernels of ``linalg.cholesky`` without its
     synchronizing error check; returns ``(L, info)``."""
     import torch
 
-    return torch.linalg.cholesky_ex(inputs.x, upper=upper)
+    return torch.linalg.cholesky_ex(inputs.x, upper=opts.upper)
 
 
-def potrf_X(inputs, upper):
+def potrf_X(inputs, opts):
     """``cusolverDnXpotrf_bufferSize`` + ``cusolverDnXpotrf`` per matrix (torch, batch 1)."""
-    return cuda().potrf(inputs.x, upper, "X")
+    return fam.cuda().potrf(inputs.x, opts.upper, "X")
 
 
-def potrf_batched(inputs, upper):
+def potrf_batched(inputs, opts):
     """One ``cusolverDn<t>potrfBatched`` (torch, batch > 1)."""
-    return cuda().potrf(inputs.x, upper, "batched")
+    return fam.cuda().potrf(inputs.x, opts.upper, "batched")
 
 
-def lapack_potrf(inputs, upper):
+def lapack_potrf(inputs, opts):
     """LAPACK ``?potrf`` per matrix (torch's CPU path); a NaN pivot fails, as in torch's LAPACK."""
-    x = inputs.x.detach().resolve_conj().resolve_neg().numpy()
-    return _cpu.potrf(x, upper)
+    from ..backends import cpu
+
+    return cpu.potrf(fam.host(inputs.x), opts.upper)
 
 
-def _torch_check(op, inputs, upper, check):
+def _torch_check(op, inputs, opts, check):
     """torch's own checked call, ``torch.linalg.cholesky`` (its info check: one
     synchronization, as the project's checks), and with ``check=False`` ``cholesky_ex``: the
     sweep's ``--unchecked`` twin then gives the cost of torch's own check on the same inputs,
@@ -46,23 +45,33 @@ def _torch_check(op, inputs, upper, check):
     import torch
 
     if check:
-        return lambda: torch.linalg.cholesky(inputs.x, upper=upper)
-    return lambda: torch.linalg.cholesky_ex(inputs.x, upper=upper)[0]
+        return lambda: torch.linalg.cholesky(inputs.x, upper=opts.upper)
+    return lambda: torch.linalg.cholesky_ex(inputs.x, upper=opts.upper)[0]
 
 
 def _routine(api):
-    def make(op, inputs, upper, check):
-        return lambda: routines.potrf(inputs.x, upper, check=check, api=api)[0]
+    def make(op, inputs, opts, check):
+        from .. import routines
+
+        return lambda: routines.potrf(inputs.x, opts.upper, check=check, api=api)[0]
     return make
+
+
+def _pot01(inputs, L, opts):
+    from .. import checks
+
+    return checks.pot01(inputs.A, L, opts.upper)
 
 
 OP = register(Op(
     name="cholesky",
     summary="torch.linalg.cholesky: A -> L (cusolverDnXpotrf / potrfBatched)",
     torch_name="torch.linalg.cholesky_ex",
+    options=(fam.UPPER,),
+    structure="hpd",
+    make_inputs=fam.factor_given("cholesky"),
     torch_call=torch_call,
-    matrix="A",
-    has_rhs=False,
+    outputs=("L",),
     dispatch=(
         DispatchRule(When(ANY, batch_max=1), "cusolver",
                      ("cusolverDnXpotrf_bufferSize", "cusolverDnXpotrf"), potrf_X, True,
@@ -73,10 +82,14 @@ OP = register(Op(
     cpu_calls=("LAPACK {t}potrf × batch",),
     cpu_replay=lapack_potrf,
     check_name="pot01",
-    check=lambda inputs, L, upper: checks.pot01(inputs.A, L, upper),
+    check=_pot01,
+    reads=fam.reads,
     flop_count=lambda inputs, on_gpu: "potrf",
     reports_info=True,
     fails_on_info=True,
+    failure_text=fam.failure_text,
+    near_failure=fam.near_failure,
+    nonfinite_note=fam.NONFINITE_NOTE,
     methods={m.name: m for m in (
         TORCH, REPLAY,
         Method("torch_check", _torch_check, checkable=True),

@@ -12,37 +12,51 @@ methods are every method of :func:`cusolver_trace.routines.cholesky_inverse`.
 """
 from __future__ import annotations
 
-from .. import checks, routines
-from ..backends import cpu as _cpu
-from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Op, When,
-               register)
-from ._common import TRSM_BATCHED_CALLS, TRSM_CALLS, XPOTRS_CALLS, cuda, inverse_method
+from . import (ANY, FROM_2_12, REPLAY, TORCH, TORCH_CUSOLVER, UP_TO_2_11, DispatchRule, Op,
+               When, register)
+from . import _cholesky as fam
 
 
-def torch_call(inputs, upper):
+def torch_call(inputs, opts):
     import torch
 
-    return torch.cholesky_inverse(inputs.x, upper=upper), None
+    return torch.cholesky_inverse(inputs.x, upper=opts.upper), None
 
 
-def potrs_identity_X(inputs, upper):
+def potrs_identity_X(inputs, opts):
     """Identity right-hand side + ``cusolverDnXpotrs`` (nrhs = n) per matrix."""
-    return cuda().potrs_identity(inputs.x, upper, "X")
+    return fam.cuda().potrs_identity(inputs.x, opts.upper, "X")
 
 
-def trsm_identity_loop(inputs, upper):
+def trsm_identity_loop(inputs, opts):
     """Two ``cublas<t>trsm`` on the identity per matrix (torch >= 2.12, batch <= 8, n >= 64)."""
-    return cuda().trsm_identity_inverse(inputs.x, upper, batched=False)
+    return fam.cuda().trsm_identity_inverse(inputs.x, opts.upper, batched=False)
 
 
-def trsm_identity_batched(inputs, upper):
+def trsm_identity_batched(inputs, opts):
     """Two ``cublas<t>trsmBatched`` on the identity (torch >= 2.12)."""
-    return cuda().trsm_identity_inverse(inputs.x, upper, batched=True)
+    return fam.cuda().trsm_identity_inverse(inputs.x, opts.upper, batched=True)
 
 
-def lapack_potri(inputs, upper):
+def lapack_potri(inputs, opts):
     """LAPACK ``?potri`` + mirror of the computed triangle (torch's CPU path)."""
-    return _cpu.potri(inputs.x.detach().resolve_conj().resolve_neg().numpy(), upper)
+    from ..backends import cpu
+
+    return cpu.potri(fam.host(inputs.x), opts.upper)
+
+
+def _pot03(inputs, X, opts):
+    from .. import checks
+
+    return checks.pot03(inputs.A, X, opts.upper)
+
+
+def _methods():
+    from .. import routines
+
+    return {m.name: m for m in (
+        TORCH, TORCH_CUSOLVER, REPLAY,
+        *(fam.inverse_method(name) for name in routines.METHOD_NAMES if name != "torch"))}
 
 
 def _loop_trsm(batch_max=8, n_min=64):
@@ -53,12 +67,15 @@ OP = register(Op(
     name="cholesky_inverse",
     summary="torch.cholesky_inverse: L -> A⁻¹ (Xpotrs on the identity / MAGMA / cuBLAS trsm)",
     torch_name="torch.cholesky_inverse",
+    options=(fam.UPPER,),
+    structure="hpd",
+    make_inputs=fam.inputs_on_factor,
+    takes=("A", "factor"),
     torch_call=torch_call,
-    matrix="factor",
-    has_rhs=False,
+    outputs=("Ainv",),
     dispatch=(
-        DispatchRule(When(ANY, batch_max=1), "cusolver", XPOTRS_CALLS, potrs_identity_X, True,
-                     "batch == 1: identity RHS, nrhs = n"),
+        DispatchRule(When(ANY, batch_max=1), "cusolver", fam.XPOTRS_CALLS, potrs_identity_X,
+                     True, "batch == 1: identity RHS, nrhs = n"),
         DispatchRule(When(UP_TO_2_11, batch_min=2, preferred=("cusolver",)), "cusolver",
                      ("cusolverDnXpotrs × batch",), potrs_identity_X, True,
                      "batch > 1, preferred_linalg_library = cusolver: loop of Xpotrs"),
@@ -66,22 +83,22 @@ OP = register(Op(
                      potrs_identity_X, False,
                      "batch > 1, default preference: MAGMA (replay runs the cuSOLVER path as "
                      "reference)"),
-        DispatchRule(_loop_trsm(), "cublas", TRSM_CALLS, trsm_identity_loop, True,
+        DispatchRule(_loop_trsm(), "cublas", fam.TRSM_CALLS, trsm_identity_loop, True,
                      "batch > 1, batch <= 8 and n >= 64: cuBLAS trsm loop"),
-        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", TRSM_BATCHED_CALLS, trsm_identity_batched,
-                     True, "batch > 1: cuBLAS trsmBatched"),
+        DispatchRule(When(FROM_2_12, batch_min=2), "cublas", fam.TRSM_BATCHED_CALLS,
+                     trsm_identity_batched, True, "batch > 1: cuBLAS trsmBatched"),
     ),
     cpu_calls=("LAPACK {t}potri", "mirror triangle"),
     cpu_replay=lapack_potri,
     check_name="pot03",
-    check=lambda inputs, X, upper: checks.pot03(inputs.A, X, upper),
+    check=_pot03,
+    reads=fam.reads,
     flop_count=lambda inputs, on_gpu: "inverse_potrs" if on_gpu else "potri",
+    failure_text=fam.failure_text,
+    nonfinite_note=fam.NONFINITE_NOTE,
     yardstick="potri",
     hermitian_result=True,
-    methods={m.name: m for m in (
-        TORCH, TORCH_CUSOLVER, REPLAY,
-        *(inverse_method(name) for name in routines.METHOD_NAMES if name != "torch"),
-    )},
+    methods=_methods(),
     default_methods={"cuda": ("torch", "potri", "trsm_batched", "trtri_lauum", "rec_trtri_lauum",
                               "gemm_lauum", "auto"),
                      "cpu": ("torch", "potrs", "potri")},

@@ -1,13 +1,13 @@
 """Timing sweeps, the measuring half: torch against each method, side by side, checked.
 
-For every (dtype, n, batch) point, :func:`run_sweep` builds a seeded Hermitian positive
-definite input (:func:`cusolver_trace.matrices.spd`, cond 1e3 by default) and the op's
+For every (dtype, n, batch) point, :func:`run_sweep` builds a seeded input of the structure
+the op asks for (Hermitian positive definite, :func:`cusolver_trace.matrices.spd`, or
+general, :func:`cusolver_trace.matrices.general`; cond 1e3 by default) and the op's
 inputs (:func:`cusolver_trace.ops.prepare_inputs`), then for each of the op's methods
 (:class:`cusolver_trace.ops.Method`, the public entry points with their default checks
 on):
 
-1. runs it once and judges the result with the op's LAPACK ratio (``pot01`` / ``pot02``
-   / ``pot03`` < 30 passes) — a method that fails is reported ``FAILED`` and gets no
+1. runs it once and judges the result with the op's LAPACK ratio (< 30 passes) — a method that fails is reported ``FAILED`` and gets no
    GFLOP/s;
 2. times torch and all methods **interleaved in one**
    :func:`cusolver_trace.timing.time_calls` run (CUDA events on a GPU; median, IQR in
@@ -33,7 +33,7 @@ from ..ceiling import ceiling, percent_of_ceiling
 from ..timing import time_calls
 
 __all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
-           "default_methods", "spd_input"]
+           "default_methods", "spd_input", "input_matrix"]
 
 _BIG_N = 4096  # from here on a CUDA input's QR and products run on the GPU
 
@@ -59,13 +59,24 @@ def spd_input(n, batch_shape, cond, dtype, device, seed):
     return ((A + A.mH) / 2).to(dt.torch)
 
 
+def input_matrix(structure: str, n, batch_shape, cond, dtype, device, seed):
+    """A seeded input of the op's ``structure``: :func:`spd_input` for ``"hpd"``,
+    :func:`cusolver_trace.matrices.general` for ``"general"`` (U·diag(σ)·Vᴴ, σ geometric
+    1 → 1/cond)."""
+    if structure == "hpd":
+        return spd_input(n, batch_shape, cond, dtype, device, seed)
+    from ..matrices import general
+
+    return general(n, batch=batch_shape, cond=cond, dtype=dtype, device=device, seed=seed)
+
+
 @dataclass
 class Case:
     """One sweep point: inputs on the device, built once and shared by all methods.
 
-    ``inputs``: :class:`cusolver_trace.ops.Inputs` (``A`` Hermitian positive definite,
-    ``x`` the op's matrix argument, ``B`` right-hand sides). A batch of 1 is an unbatched
-    ``(n, n)`` input (torch's batch-1 paths).
+    ``inputs``: :class:`cusolver_trace.ops.Inputs` (``A`` of the op's structure, ``x`` the
+    op's matrix argument, ``B`` right-hand sides); ``opts`` the op's options. A batch of 1 is
+    an unbatched ``(n, n)`` input (torch's batch-1 paths).
     """
 
     op: ops.Op
@@ -73,7 +84,7 @@ class Case:
     batch: int
     dtype: str
     device: str
-    upper: bool
+    opts: ops.Options
     nrhs: int
     inputs: ops.Inputs
 
@@ -88,31 +99,33 @@ class Case:
     @property
     def key(self) -> dict:
         return dict(op=self.op.name, n=self.n, batch=self.batch, dtype=self.dtype,
-                    device=self.device, upper=self.upper,
+                    device=self.device, **self.opts,
                     nrhs=self.nrhs if self.op.has_rhs else None)
 
 
 def make_case(op, n: int, batch: int = 1, dtype="float64", device="cpu", *,
-              upper: bool = False, nrhs: int = 1, seed: int = 0, cond: float = 1e3) -> Case:
-    """Build the inputs of one sweep point (seeded: the same on every run).
+              options=None, nrhs: int = 1, seed: int = 0, cond: float = 1e3) -> Case:
+    """Build the inputs of one sweep point (seeded: the same on every run); ``options``: the
+    op's options (a mapping; default torch's defaults).
 
     Raises
     ------
     cusolver_trace.ops.OpError
         Unknown op.
     ValueError
-        n < 1, batch < 1 or nrhs < 1.
+        n < 1, batch < 1 or nrhs < 1; an option value the op does not take.
     TypeError
-        Unsupported dtype.
+        Unsupported dtype; an option the op does not take.
     """
     o = ops.get(op)
+    opts = o.options_from(**dict(options or {}))
     if n < 1 or batch < 1 or nrhs < 1:
         raise ValueError(f"n, batch and nrhs must be >= 1, got n={n} batch={batch} nrhs={nrhs}")
     name = dtype_info(dtype).name
     shape = () if batch == 1 else (batch,)
-    A = spd_input(n, shape, cond, name, device, seed)
-    inputs = ops.prepare_inputs(o, A, upper=upper, nrhs=nrhs, seed=seed)
-    return Case(o, n, batch, name, str(A.device), upper, nrhs, inputs)
+    A = input_matrix(o.structure, n, shape, cond, name, device, seed)
+    inputs = ops.prepare_inputs(o, A, opts=opts, nrhs=nrhs, seed=seed)
+    return Case(o, n, batch, name, str(A.device), opts, nrhs, inputs)
 
 
 def method_callable(case: Case, method: str, *, check: bool = True):
@@ -130,7 +143,7 @@ def method_callable(case: Case, method: str, *, check: bool = True):
     if m.gpu_only and not case.on_cuda:
         raise ValueError(f"method {method!r} runs cuSOLVER/cuBLAS batched or preferred-library "
                          f"paths and needs a CUDA device (this sweep runs on {case.device})")
-    return m.make(case.op, case.inputs, case.upper, check)
+    return m.make(case.op, case.inputs, case.opts, check)
 
 
 def flop_count(case: Case, method: str) -> tuple[str, float, float | None]:
@@ -228,7 +241,7 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
             try:
                 row["resolved"] = o.method(m).resolved(case.inputs)
                 fn = method_callable(case, m, check=check is not False)
-                row["ratio"] = float(o.check(case.inputs, fn(), case.upper))
+                row["ratio"] = float(o.check(case.inputs, fn(), case.opts))
                 if not checks.passes(row["ratio"]):
                     row["status"] = "FAILED"
                 fns[label] = fn
@@ -261,7 +274,7 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
 
 
 def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
-              method_names=None, *, device=None, upper: bool = False, nrhs: int = 1,
+              method_names=None, *, device=None, options=None, nrhs: int = 1,
               repeat: int = 10, warmup: int = 2, seed: int = 0, cond: float = 1e3,
               flush_l2: bool = False, progress: bool = True, console=None,
               shard: tuple[int, int] = (0, 1), unchecked: bool = False) -> list[dict]:
@@ -279,7 +292,7 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
         Default: the op's defaults for the device.
     device : str
         Default ``cuda:0`` when torch sees a GPU, else ``cpu``.
-    upper, nrhs, seed, cond
+    options, nrhs, seed, cond
         Input set-up (see :func:`make_case`).
     repeat, warmup, flush_l2
         Timing (see :func:`cusolver_trace.timing.time_calls`).
@@ -319,7 +332,8 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
         task = bar.add_task(f"{o.name} sweep", total=len(points))
         for d, k, b in points:
             bar.update(task, description=f"{o.name} {d} n={k} batch={b}")
-            case = make_case(o, k, b, d, device, upper=upper, nrhs=nrhs, seed=seed, cond=cond)
+            case = make_case(o, k, b, d, device, options=options, nrhs=nrhs, seed=seed,
+                             cond=cond)
             rows += measure_case(case, names, repeat=repeat, warmup=warmup, flush_l2=flush_l2,
                                  unchecked=unchecked)
             del case

@@ -18,6 +18,7 @@ import pytest
 import scipy.linalg
 import torch
 
+from cusolver_trace.backends import _fused_toolchain
 from cusolver_trace.backends import fused as F
 
 SM = (9, 0)
@@ -369,9 +370,9 @@ def test_missing_extra_names_the_extra(monkeypatch):
             raise ImportError(f"No module named {name!r}")
         return real_import(name, *a, **kw)
 
-    monkeypatch.setattr(F, "_TOOLS", None)
-    monkeypatch.setattr(F, "_TOOLS_ERROR", None)
-    monkeypatch.setattr(F, "_AVAILABLE", False)
+    monkeypatch.setattr(_fused_toolchain, "_TOOLS", None)   # the state _tools() keeps
+    monkeypatch.setattr(_fused_toolchain, "_TOOLS_ERROR", None)
+    monkeypatch.setattr(_fused_toolchain, "_AVAILABLE", False)
     monkeypatch.setattr(builtins, "__import__", no_nvmath)
     with pytest.raises(F.FusedUnavailableError, match=r"cusolver-trace\[cuda13-fused\]") as exc:
         F._tools()

@@ -34,7 +34,7 @@ def test_uplo_is_parsed_strictly(text, upper, tmp_path):
     out = tmp_path / "c.json"
     assert main(["compare", "--op", "cholesky", "--n", "8", "--uplo", text, "--repeat", "0",
                  "--json", str(out)]) == 0
-    assert json.loads(out.read_text())[0]["spec"]["upper"] is upper
+    assert json.loads(out.read_text())[0]["spec"]["options"]["upper"] is upper
 
 
 @pytest.mark.parametrize("argv", [
@@ -147,7 +147,7 @@ def test_a_non_pd_matrix_names_its_minor_and_prints_no_distances():
     assert c.torch.ratio is None and c.replay.ratio is None  # ratios do not apply
     c = compare("cholesky", A, timing=False, provenance=False)
     assert c.verdict == "failed-alike" and c.max_ulp_distance is None and c.max_abs_diff is None
-    assert any("order 4 of batch element 2" in n for n in c.notes)
+    assert any("batch element 2: the leading minor of order 4" in n for n in c.notes)
     assert "max ULP" not in str(c)
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from cusolver_trace import ops, timing
 from cusolver_trace.cli import main
-from cusolver_trace.compare import CallSequences, call_sequences, compare, run_side, verdict
+from cusolver_trace.compare import (CallSequences, Facts, call_sequences, compare, run_side,
+                                    verdict)
 from cusolver_trace.matrices import spd
 from cusolver_trace.replay import replay
 from cusolver_trace.timing import (TIME_SPLIT_KINDS, Timing, Unavailable, gpu_busy_from_events,
@@ -24,6 +25,13 @@ from cusolver_trace.tracing.nvtx import nvtx_available, nvtx_range, set_nvtx_rec
 DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
 B1 = "cholesky_inverse dtype=float64 n=256 batch=1 upper=False"
 B3 = "cholesky_inverse dtype=float64 n=256 batch=3 upper=False"
+
+
+def _verdict(**kw):
+    """:func:`verdict` of the facts named as keywords (``nonfinite_alike`` is ``alike``)."""
+    if "nonfinite_alike" in kw:
+        kw["alike"] = kw.pop("nonfinite_alike")
+    return verdict(Facts(**kw))
 
 
 # --------------------------------------------------------------------------- time_split (pure)
@@ -199,7 +207,7 @@ def test_cli_summary_has_the_three_times_and_the_split(capsys, tmp_path):
                 "replay host", "difference"):
         assert col in text
     data = json.loads(out.read_text())
-    assert all(d["schema"] == "cusolver-trace/comparison/3" for d in data)
+    assert all(d["schema"] == "cusolver-trace/comparison/4" for d in data)
 
 
 @pytest.mark.parametrize("bad", [["--trace-timeout", "0"], ["--trace-timeout", "-1"],
@@ -261,8 +269,8 @@ def test_verdict_calls_differ_is_a_mismatch():
               fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=False,
               nan_mismatches=0, rel_diff=0.0, tolerance=1e-13, torch_passes=True,
               replay_passes=True)
-    assert verdict(**kw) == "bitwise-equal"
-    assert verdict(**kw, calls_differ=True) == "MISMATCH"
+    assert _verdict(**kw) == "bitwise-equal"
+    assert _verdict(**kw, calls_differ=True) == "MISMATCH"
 
 
 def test_compare_trace_on_the_cpu_is_not_traced(capsys):
@@ -416,20 +424,20 @@ def test_verdict_failures_at_different_minors():
               fails_on_info=True, factor_failed=False, nonfinite_alike=True, nonfinite=False,
               nan_mismatches=0, rel_diff=0.0, tolerance=1e-13, torch_passes=False,
               replay_passes=False)
-    assert verdict(**kw, exact_path=False, failures_agree=True) == "failed-alike"
-    assert verdict(**kw, exact_path=True, failures_agree=True) == "MISMATCH"
-    assert verdict(**kw, exact_path=False, failures_agree=False) == "MISMATCH"
-    assert verdict(**{**kw, "info_agree": True}, exact_path=True) == "failed-alike"
+    assert _verdict(**kw, exact_path=False, failures_agree=True) == "failed-alike"
+    assert _verdict(**kw, exact_path=True, failures_agree=True) == "MISMATCH"
+    assert _verdict(**kw, exact_path=False, failures_agree=False) == "MISMATCH"
+    assert _verdict(**{**kw, "info_agree": True}, exact_path=True) == "failed-alike"
 
 
 def test_verdict_both_sides_failing_the_ratio_but_agreeing():
     kw = dict(bitwise=False, info_agree=True, info_failed=False, torch_raised=False,
               fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=False,
               nan_mismatches=0, rel_diff=0.0, tolerance=1e-13)
-    assert verdict(**kw, torch_passes=False, replay_passes=False) == "failed-alike"
-    assert verdict(**{**kw, "rel_diff": 1e-3}, torch_passes=False, replay_passes=False) == "MISMATCH"
-    assert verdict(**kw, torch_passes=True, replay_passes=False) == "MISMATCH"
-    assert verdict(**kw, torch_passes=False, replay_passes=True) == "MISMATCH"
+    assert _verdict(**kw, torch_passes=False, replay_passes=False) == "failed-alike"
+    assert _verdict(**{**kw, "rel_diff": 1e-3}, torch_passes=False, replay_passes=False) == "MISMATCH"
+    assert _verdict(**kw, torch_passes=True, replay_passes=False) == "MISMATCH"
+    assert _verdict(**kw, torch_passes=False, replay_passes=True) == "MISMATCH"
 
 
 def test_compare_cpu_singular_float32_and_a_foreign_factor_are_failed_alike():
@@ -451,10 +459,10 @@ def test_verdict_exact_path_not_bitwise_is_a_mismatch():
     kw = dict(bitwise=False, info_agree=True, info_failed=False, torch_raised=False,
               fails_on_info=False, factor_failed=False, nonfinite_alike=True, nonfinite=False,
               nan_mismatches=0, rel_diff=1e-15, tolerance=1e-13)
-    assert verdict(**kw, torch_passes=True, replay_passes=True) == "within-tolerance"
-    assert verdict(**kw, torch_passes=True, replay_passes=True, exact_path=True) == "MISMATCH"
-    assert verdict(**kw, torch_passes=False, replay_passes=False, exact_path=True) == "MISMATCH"
-    assert verdict(**{**kw, "bitwise": True}, torch_passes=True, replay_passes=True,
+    assert _verdict(**kw, torch_passes=True, replay_passes=True) == "within-tolerance"
+    assert _verdict(**kw, torch_passes=True, replay_passes=True, exact_path=True) == "MISMATCH"
+    assert _verdict(**kw, torch_passes=False, replay_passes=False, exact_path=True) == "MISMATCH"
+    assert _verdict(**{**kw, "bitwise": True}, torch_passes=True, replay_passes=True,
                    exact_path=True) == "bitwise-equal"
 
 
@@ -663,19 +671,21 @@ def test_compare_command_times_every_point_before_it_profiles_any(monkeypatch, c
 
     from cusolver_trace.cli import main
 
-    cmp = importlib.import_module("cusolver_trace.compare")   # the module, not the function
+    cmp = importlib.import_module("cusolver_trace.compare")   # the package, not the function
+    run = importlib.import_module("cusolver_trace.compare.run")
     cli_compare = importlib.import_module("cusolver_trace.cli.compare")
 
     log = []
-    for name in ("time_calls", "time_host", "time_gpu_busy"):
-        orig = getattr(cmp, name)
+    for mod, name in ((run, "time_calls"), (run, "time_host"), (run, "time_gpu_busy"),
+                      (cmp, "time_gpu_busy")):   # where each is looked up
+        orig = getattr(mod, name)
 
         def wrapped(fns, *a, _orig=orig, _name=name, **kw):
             x = fns["torch"]()
             log.append((_name, tuple(x[0].shape) if isinstance(x, tuple) else None,
                         float(x[0].sum()) if isinstance(x, tuple) else None))
             return _orig(fns, *a, **kw)
-        monkeypatch.setattr(cmp, name, wrapped)
+        monkeypatch.setattr(mod, name, wrapped)
     argv = ["compare", "--op", "cholesky_solve", "--n", "5,7", "--uplo", "L,U", "--repeat", "3",
             "--warmup", "0", "--device", "cpu"]
     assert main(argv) == 0
@@ -727,8 +737,12 @@ def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag)
         ct.with_gpu_busy(d, A)
     with pytest.raises(ValueError, match="not waiting"):
         ct.with_gpu_busy(ct.compare(op, A, repeat=2, provenance=False), A)
-    others = [(2 * A, {}, "values"),
-              (A, {"factor": torch.linalg.cholesky(A)}, "factor was not given")]
+    others = [(2 * A, {}, "values")]
+    if op == "cholesky":   # an op on A takes no factor at all
+        with pytest.raises(TypeError, match="unexpected keyword 'factor'"):
+            ct.with_gpu_busy(c, A, factor=torch.linalg.cholesky(A))
+    else:
+        others.append((A, {"factor": torch.linalg.cholesky(A)}, "factor was not given"))
     if other_n != n:
         others.append((spd(other_n), {}, "shape"))
     if n >= 2:   # same sum, other values: a change moved between the triangles, a permutation

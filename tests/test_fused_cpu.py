@@ -476,8 +476,8 @@ def test_auto_passes_over_a_fused_rule_that_cannot_run(monkeypatch):
     from cusolver_trace import routines
 
     table = {"small batches": routines.AutoRule("fused", device="cuda", batch_min=2, n_max=64),
-             **routines.AUTO_TABLE}
-    monkeypatch.setattr(routines, "AUTO_TABLE", table)
+             **routines.CHOLESKY_INVERSE.auto}
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", table)
     # here the extra is missing (no nvmath / GPU): auto must not pick fused, nor fail
     assert F.available() is not None
     assert routines.resolve_method("auto", 32, 1000, "float64", "cuda") != "fused"
@@ -533,18 +533,18 @@ def test_auto_remembers_its_choice_per_shape_but_sees_a_new_table(monkeypatch):
     from cusolver_trace import routines
 
     with pytest.raises(TypeError):
-        routines.AUTO_TABLE["mine"] = routines.AutoRule("potri")
+        routines.CHOLESKY_INVERSE.auto["mine"] = routines.AutoRule("potri")
     before = routines.resolve_method("auto", 8, 10000, "float64", "cuda")
     assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == before  # remembered
-    monkeypatch.setattr(routines, "AUTO_TABLE", {"all": routines.AutoRule("potri")})
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {"all": routines.AutoRule("potri")})
     assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "potri"
-    monkeypatch.setattr(routines, "AUTO_TABLE", {
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {
         "fused": routines.AutoRule("fused", device="cuda"), "else": routines.AutoRule("trsm")})
     assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "trsm"  # no extra here
     monkeypatch.setattr(F, "available", lambda: None)
     assert routines.resolve_method("auto", 8, 10000, "float64", "cuda") == "fused"
     with pytest.raises(LookupError):
-        monkeypatch.setattr(routines, "AUTO_TABLE", {})
+        monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {})
         routines.resolve_method("auto", 8, 10000, "float64", "cuda")
 
 
@@ -554,22 +554,25 @@ def test_auto_table_rules_are_validated_and_in_place_edits_are_seen(monkeypatch)
     a replaced table edited in place is seen by auto's memo."""
     from cusolver_trace import routines
 
-    for bad in (dict(method="nonsense"), dict(method="auto"), dict(method="potri", device="gpu"),
+    for bad in (dict(method=""), dict(method="auto"), dict(method="potri", device="gpu"),
                 dict(method="potri", n_min=-1), dict(method="potri", batch_max=2.5)):
         with pytest.raises(ValueError):
             routines.AutoRule(**bad)
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {"x": routines.AutoRule("nonsense")})
+    with pytest.raises(ValueError, match="'nonsense', which is not one of its methods"):
+        routines.resolve_method("auto", 8, 1, "float64", "cpu")
     with pytest.raises(TypeError):
         routines.AutoRule("potri", dtypes="float64")
     assert routines.AutoRule("potri", dtypes=(torch.float64, "float32")).dtypes == ("float64",
                                                                                     "float32")
     table = {"c": routines.AutoRule("rec_trtri_lauum", device="cpu")}
-    monkeypatch.setattr(routines, "AUTO_TABLE", table)
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", table)
     assert routines.resolve_method("auto", 8, 1, "float64", "cpu") == "rec_trtri_lauum"
     table["c"] = routines.AutoRule("potrs", device="cpu")
     assert routines.resolve_method("auto", 8, 1, "float64", "cpu") == "potrs"
-    monkeypatch.setattr(routines, "AUTO_TABLE", [routines.AutoRule("potri")])
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", [routines.AutoRule("potri")])
     with pytest.raises(TypeError, match="mapping"):
         routines.resolve_method("auto", 8, 1, "float64", "cpu")
-    monkeypatch.setattr(routines, "AUTO_TABLE", {"x": ("potri",)})
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {"x": ("potri",)})
     with pytest.raises(TypeError, match="AutoRule"):
         routines.resolve_method("auto", 8, 1, "float64", "cpu")

@@ -23,7 +23,7 @@ def test_batch_counts_around_launch_limits(batch):
     Ainv = routines.cholesky_inverse(L, method="trsm_batched")
     assert checks.pot03(A, Ainv) < 30
     B = torch.ones(batch, 2, 1, device="cuda")
-    X = routines.potrs(L, B, api="batched")
+    X = routines.potrs(L, B, method="batched")
     assert checks.pot02(A, X, B) < 30
 
 

@@ -45,12 +45,12 @@ def test_potrf_info_and_factor_match_torch(dtype, upper, n):
     pd = info_t == 0
     layouts = (bad, bad.mT.contiguous().mT) if n <= 16 else (bad,)   # row- and column-major
     for X in layouts:
-        L, info = routines.potrf(X, upper, check=False, api="fused")
+        L, info = routines.potrf(X, upper, check=False, method="fused")
         assert torch.equal(info.cpu(), info_t.cpu())
         assert checks.pot01(A[pd], L[pd], upper) < 30
         assert bool(((L.tril(-1) if upper else L.triu(1)) == 0).all())
     with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
-        routines.potrf(bad, upper, api="fused")
+        routines.potrf(bad, upper, method="fused")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -73,11 +73,11 @@ def test_potrs_fused(dtype, nrhs):
     A = spd(n, batch=BATCH, cond=10.0, dtype=dtype, device="cuda")
     L = torch.linalg.cholesky(A)                            # column-major
     B = torch.randn(BATCH, n, nrhs, dtype=torch.float64, device="cuda").to(A.dtype)
-    X = routines.potrs(L, B, api="fused")
+    X = routines.potrs(L, B, method="fused")
     assert checks.pot02(A, X, B) < 30
     if nrhs == 3:                                           # row-major factor, column-major B
         b = B.mT.contiguous().mT
-        X = routines.potrs(L.contiguous(), b, api="fused")
+        X = routines.potrs(L.contiguous(), b, method="fused")
         assert checks.pot02(A, X, b) < 30
 
 

@@ -30,7 +30,7 @@ def test_potrf_X_and_legacy_bitwise_equal_torch(dtype, upper, n):
     A = _A(n, dtype, seed=n)
     expected = torch.linalg.cholesky(A, upper=upper)
     for api in ("X", "legacy"):
-        L, info = routines.potrf(A, upper=upper, api=api)
+        L, info = routines.potrf(A, upper=upper, method=api)
         assert int(info) == 0
         assert checks.bitwise_equal(L, expected), (api, checks.max_ulp_distance(L, expected))
 
@@ -61,7 +61,7 @@ def test_potrf_batched_and_potrs_bitwise(dtype, upper):
     B = torch.randn(1, 48, 3, dtype=torch.float64, device="cuda").to(A.dtype)
     X = routines.potrs(L[:1], B, upper=upper)
     assert checks.bitwise_equal(X, torch.cholesky_solve(B, L[:1], upper=upper))
-    x1 = routines.potrs(L, B[..., :1].expand(5, 48, 1), upper=upper, api="batched")
+    x1 = routines.potrs(L, B[..., :1].expand(5, 48, 1), upper=upper, method="batched")
     assert checks.pot02(A, x1, B[..., :1].expand(5, 48, 1)) < 30
 
 
@@ -71,7 +71,7 @@ def test_non_pd_same_minor_as_torch():
     _, tinfo = torch.linalg.cholesky_ex(A)
     for api in ("X", "legacy"):
         with pytest.raises(ct.NotPositiveDefiniteError) as e:
-            routines.potrf(A, api=api)
+            routines.potrf(A, method=api)
         assert e.value.order == int(tinfo) == 11
     Ab = _A(16, "float32", batch=(3,))
     Ab[2, 4, 4] = -3.0
@@ -119,7 +119,7 @@ def test_runs_on_torch_current_stream():
     A = _A(128, "float64")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        L, _ = routines.potrf(A, api="legacy")
+        L, _ = routines.potrf(A, method="legacy")
         with on_device(A.device) as ctx:
             assert cusolver.getStream(ctx.solver) == s.cuda_stream
     s.synchronize()

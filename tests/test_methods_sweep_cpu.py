@@ -38,7 +38,7 @@ def small_blocking(monkeypatch):
 
 # --------------------------------------------------------------------------- auto table
 def test_auto_table_rules_name_known_methods_and_cover_every_shape():
-    for rule in routines.AUTO_TABLE.values():
+    for rule in routines.CHOLESKY_INVERSE.auto.values():
         assert rule.method in routines.METHOD_NAMES and rule.method != "auto"
     for dev in ("cpu", "cuda"):
         for n in (1, 8, 128, 129, 2047, 2048, 16384):
@@ -47,7 +47,7 @@ def test_auto_table_rules_name_known_methods_and_cover_every_shape():
 
 
 def test_auto_first_matching_rule_wins(monkeypatch):
-    monkeypatch.setattr(routines, "AUTO_TABLE", {
+    monkeypatch.setattr(routines.CHOLESKY_INVERSE, "auto", {
         "a": AutoRule("trsm_batched", device="cuda", batch_min=2, n_max=64),
         "b": AutoRule("potri", device="cuda", n_min=32, dtypes=("float32",)),
         "c": AutoRule("trtri_lauum", device="cuda", batch_max=1, n_min=100),
@@ -444,8 +444,8 @@ def test_cholesky_torch_check_method_is_torchs_own_check():
     for upper in (False, True):
         ref = _torch.linalg.cholesky(spd, upper=upper)
         for check in (True, False):
-            out = m.make(op, _ops.Inputs(spd, spd, None), upper, check)()
+            out = m.make(op, _ops.Inputs(spd, spd, None), op.options_from(upper=upper), check)()
             assert _torch.equal(out, ref)
         with pytest.raises(_torch.linalg.LinAlgError):
-            m.make(op, _ops.Inputs(bad, bad, None), upper, True)()
-        m.make(op, _ops.Inputs(bad, bad, None), upper, False)()   # cholesky_ex: no raise
+            m.make(op, _ops.Inputs(bad, bad, None), op.options_from(upper=upper), True)()
+        m.make(op, _ops.Inputs(bad, bad, None), op.options_from(upper=upper), False)()   # no raise

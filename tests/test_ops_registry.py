@@ -19,30 +19,39 @@ PACKAGE = pathlib.Path(ct.__file__).parent
 
 
 # --------------------------------------------------------------------------- a toy op
-def _toy_torch(inputs, upper):
+TRIANGLE = ops.bool_option("upper", False, "--uplo", ("u", "upper"), ("l", "lower"),
+                           {False: "L", True: "U"}, "the triangle", shortcut=("--upper", True))
+
+
+def _toy_torch(inputs, opts):
     """torch's triangular inverse of the factor: solve_triangular(L, I)."""
     n = inputs.n
     eye = torch.eye(n, dtype=inputs.x.dtype).expand(inputs.x.shape)
-    tri = inputs.x.triu() if upper else inputs.x.tril()
-    return torch.linalg.solve_triangular(tri, eye, upper=upper), None
+    tri = inputs.x.triu() if opts.upper else inputs.x.tril()
+    return torch.linalg.solve_triangular(tri, eye, upper=opts.upper), None
 
 
-def toy_lapack_trtri(inputs, upper):
+def toy_lapack_trtri(inputs, opts):
     """The replay: LAPACK ?trtri through the project's CPU backend."""
     from cusolver_trace.backends import cpu
 
-    return cpu.trtri(inputs.x.numpy(), upper)
+    return cpu.trtri(inputs.x.numpy(), opts.upper)
 
 
-def _toy_cuda_replay(inputs, upper):  # pragma: no cover - the test runs on the CPU
+def _toy_cuda_replay(inputs, opts):  # pragma: no cover - the test runs on the CPU
     from cusolver_trace.backends import cuda
 
-    return cuda.trtri(inputs.x, upper)
+    return cuda.trtri(inputs.x, opts.upper)
 
 
-def _trt01(inputs, Tinv, upper):
+def _toy_inputs(A, given, opts):
+    """The toy takes A's Cholesky factor, as torch makes it."""
+    return ops.Inputs(A, torch.linalg.cholesky(A, upper=opts.upper))
+
+
+def _trt01(inputs, Tinv, opts):
     """LAPACK's ?trt01-style ratio ‖T·T⁻¹ − I‖₁ / (n·‖T‖₁·‖T⁻¹‖₁·eps)."""
-    T = inputs.x.triu() if upper else inputs.x.tril()
+    T = inputs.x.triu() if opts.upper else inputs.x.tril()
     n = T.shape[-1]
     eps = ct.dtype_info(T.dtype).lapack_eps
     r = torch.eye(n, dtype=T.dtype) - T @ Tinv
@@ -50,18 +59,21 @@ def _trt01(inputs, Tinv, upper):
     return checks.batch_max(one(r) / (n * one(T) * one(Tinv) * eps))
 
 
-def _routine_method(op, inputs, upper, check):
-    return lambda: ct.trtri(inputs.x, upper, check=check)
+def _routine_method(op, inputs, opts, check):
+    return lambda: ct.trtri(inputs.x, opts.upper, check=check)
 
 
 def make_toy(name="toy_trtri", **over):
     kw = dict(
         name=name, summary="toy: triangular inverse of the factor", torch_name="solve_triangular",
-        torch_call=_toy_torch, matrix="factor", has_rhs=False,
+        options=(TRIANGLE,), structure="hpd", make_inputs=_toy_inputs,
+        torch_call=_toy_torch,
         dispatch=(ops.DispatchRule(ops.When(), "cusolver", ("cusolverDnXtrtri",), _toy_cuda_replay,
                                    True, "any batch"),),
         cpu_calls=("LAPACK {t}trtri",), cpu_replay=toy_lapack_trtri, check_name="trt01",
-        check=_trt01, flop_count=lambda inputs, on_gpu: "trtri",
+        check=_trt01, reads=lambda inputs, opts: (inputs.x.triu() if opts.upper
+                                                   else inputs.x.tril(),),
+        flop_count=lambda inputs, on_gpu: "trtri",
         methods={m.name: m for m in (ops.TORCH, ops.REPLAY,
                                      ops.Method("trtri", _routine_method, checkable=True))},
         default_methods={"cpu": ("torch", "replay", "trtri")})
@@ -162,7 +174,8 @@ def test_unknown_method_and_bad_registration_are_errors(toy):
 
 def test_every_builtin_op_is_complete():
     for op in ops.all_ops():
-        assert op.torch_name and op.check_name in ("pot01", "pot02", "pot03")
+        assert op.torch_name and op.check_name in ("pot01", "pot02", "pot03", "get01", "get02",
+                                                   "get03", "det")
         assert "torch" in op.methods and set(op.default_methods) == {"cuda", "cpu"}
         for dev, names in op.default_methods.items():
             assert all(n in op.methods for n in names)
@@ -185,10 +198,13 @@ def _string_constants(path: pathlib.Path):
 
 
 def test_no_op_name_is_written_outside_ops():
+    """No tool names an op. The array routines may name themselves: several share a name with
+    the torch op they mirror (``cholesky_inverse``), and their tables say which operation
+    they are."""
     names = set(ops.names())
     found = []
     for path in PACKAGE.rglob("*.py"):
-        if "ops" in path.relative_to(PACKAGE).parts:
+        if path.relative_to(PACKAGE).parts[0] in ("ops", "routines"):
             continue
         found += [f"{path.relative_to(PACKAGE)}:{line} {value!r}"
                   for line, value in _string_constants(path) if value in names]

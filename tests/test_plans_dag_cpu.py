@@ -425,7 +425,7 @@ def test_spd_inverse_op_runs_every_method_through_the_entry_point(monkeypatch):
         x = A
 
     for name in ("gemm_lauum", "auto", "potri"):
-        X = op.methods[name].make(op, Inputs, False, True)()
+        X = op.methods[name].make(op, Inputs, op.options_from(), True)()
         assert torch.allclose(X, torch.linalg.inv(A), atol=1e-10)
     assert seen == [("gemm_lauum", True), ("auto", True), ("potri", True)]
 

@@ -107,7 +107,7 @@ def test_compare_failed_factorization_is_not_a_mismatch():
 def test_comparison_json_schema():
     c = compare("cholesky_inverse", spd(8), repeat=2, warmup=0)
     d = json.loads(c.to_json())
-    assert d["schema"] == "cusolver-trace/comparison/3"  # 3: timing holds events/gpu_busy/host
+    assert d["schema"] == "cusolver-trace/comparison/4"  # 4: spec.options, parts_equal
     assert d["verdict"] in VERDICTS
     assert set(d) >= {"op", "spec", "torch_path", "differences", "torch", "replay",
                       "time_ratio_replay_over_torch", "time_split", "call_sequences", "notes",
@@ -123,6 +123,7 @@ def test_comparison_json_schema():
         assert "CPU" in d["torch"]["timing"][k]["reason"]
     assert d["time_split"]["kind"] in ("alike", "noisy", "not-separated") and d["call_sequences"] is None
     assert d["spec"]["n"] == 8 and d["torch_path"]["backend"] == "lapack"
+    assert d["spec"]["options"] == {"upper": False} and d["parts_equal"] == {}
     assert d["torch"]["ratio_name"] == "pot03" and d["torch"]["asymmetry"] == 0.0
 
 

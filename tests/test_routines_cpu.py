@@ -188,19 +188,19 @@ def test_gpu_call_without_gpu_says_what_is_missing(monkeypatch):
         cusolver.create()
 
 
-def test_api_fused_on_a_cpu_input_raises_as_method_fused_does():
-    """``api="fused"`` names a GPU-only method, not a cuSOLVER API: on a CPU input it raises
-    (it used to run LAPACK silently), while the cuSOLVER API names fall back to LAPACK."""
+def test_method_fused_on_a_cpu_input_raises_in_every_routine():
+    """``method="fused"`` is a GPU-only row of each table: on a CPU input it raises, while
+    the rows of cuSOLVER's entry points run LAPACK in their CPU column."""
     import numpy as np
 
     import cusolver_trace as ct
 
     A = np.array([[4.0, 2.0], [2.0, 3.0]])
     with pytest.raises(ValueError, match="CUDA input"):
-        ct.potrf(A, api="fused")
-    L, _ = ct.potrf(A, api="X")                      # LAPACK dpotrf, as documented
+        ct.potrf(A, method="fused")
+    L, _ = ct.potrf(A, method="X")                      # LAPACK dpotrf, as documented
     with pytest.raises(ValueError, match="CUDA input"):
-        ct.potrs(L, np.ones((2, 1)), api="fused")
+        ct.potrs(L, np.ones((2, 1)), method="fused")
     with pytest.raises(ValueError, match="CUDA input"):
         ct.cholesky_inverse(L, method="fused")
 
@@ -308,14 +308,20 @@ def test_property_resolve_method_answers_or_raises_a_documented_error(method, n,
            ["float64", "float32", "int8"]), max_size=3), _any_value))
 def test_property_auto_rule_is_valid_or_refused(method, device, n_min, dtypes):
     """An AutoRule is built only from values that can match (else ValueError / TypeError);
-    a list of dtypes given is left as it was."""
+    a list of dtypes given is left as it was. A rule naming a method that is not a row of
+    the table it is put in is refused when the table uses it (ValueError, naming it)."""
     before = list(dtypes) if isinstance(dtypes, list) else dtypes
     try:
         rule = routines.AutoRule(method, device=device, n_min=n_min, dtypes=dtypes)
     except (ValueError, TypeError):
         assert (dtypes == before) if isinstance(dtypes, list) else True
         return
-    assert rule.method in routines.INVERSE_METHODS and rule.device in (None, "cuda", "cpu")
+    assert isinstance(rule.method, str) and rule.device in (None, "cuda", "cpu")
+    if rule.method not in routines.INVERSE_METHODS:
+        table = routines.Table("t", routines.INVERSE_METHODS, {"r": rule})
+        with pytest.raises(ValueError, match=repr(rule.method)):
+            table.resolve("auto", 8, 1, "float64", "cpu")
+        return
     assert isinstance(rule.n_min, int) and rule.n_min >= 0
     assert rule.dtypes is None or set(rule.dtypes) <= {"float64", "float32"}
     if isinstance(dtypes, list):

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from .._dtypes import dtype_info
-from ..plans import (BLOCKING, Call, element_offset, hermitian_fill, inverse_plan, lauum_plan,
+from .. import plans as _plans
+from ..plans import (Call, element_offset, hermitian_fill, inverse_plan, lauum_plan,
                      schedule, spd_inverse_plan, triangle, trtri_plan)
 from ..raw import _load
 from ..raw import cublas as cb
@@ -261,7 +262,7 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
     inv = trtri_plan(n, upper) if recursive else [Call("trtri", uplo, n, n, (0, 0))]
     mul = lauum_plan(n, upper, dtype=dt.name)
     plans = (inv, mul)
-    streams = BLOCKING.get("streams", 1)
+    streams = _plans.BLOCKING.get("streams", 1)   # read per call: tests replace the table
     if streams > 1:
         plans = (schedule(inv + mul, streams),)
     info = _info(w)
@@ -296,7 +297,7 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params)
 
 
 def _fill_mode(dtype_name, params):
-    fill = params.pop("fill", None) or BLOCKING.get("gemm_lauum", {}).get(dtype_name, {}).get(
+    fill = params.pop("fill", None) or _plans.BLOCKING.get("gemm_lauum", {}).get(dtype_name, {}).get(
         "fill", "where")
     if fill not in ("where", "kernel"):
         raise ValueError(f"fill must be 'where' or 'kernel', got {fill!r}")

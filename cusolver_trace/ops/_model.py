@@ -118,8 +118,7 @@ class Option:
         """
         if isinstance(self.default, bool):
             if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{op_name}: option {self.name} must be a bool, got "
-                                f"{type(value).__name__}")
+                raise TypeError(f"{op_name}: {self.name} must be True or False, got {value!r}")
             return bool(value)
         if value not in self.values:
             raise ValueError(f"{op_name}: option {self.name} must be one of "

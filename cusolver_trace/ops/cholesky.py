@@ -53,7 +53,7 @@ def _routine(api):
     def make(op, inputs, opts, check):
         from .. import routines
 
-        return lambda: routines.potrf(inputs.x, opts.upper, check=check, api=api)[0]
+        return lambda: routines.potrf(inputs.x, opts.upper, check=check, method=api)[0]
     return make
 
 

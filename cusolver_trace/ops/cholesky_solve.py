@@ -52,7 +52,7 @@ def _routine(api):
     def make(op, inputs, opts, check):
         from .. import routines
 
-        return lambda: routines.potrs(inputs.x, inputs.B, opts.upper, api=api)
+        return lambda: routines.potrs(inputs.x, inputs.B, opts.upper, method=api)
     return make
 
 

@@ -36,7 +36,7 @@ __all__ = [
     "pot01", "pot02", "pot03",
     "max_abs_diff", "rel_fro_diff", "ulp_distance", "max_ulp_distance",
     "nan_mismatches", "bitwise_equal", "asymmetry", "nonfinite_count",
-    "FLOP_ROUTINES", "flops",
+    "FLOP_ROUTINES", "NEEDS_NRHS", "flops",
 ]
 
 THRESHOLD = 30.0
@@ -432,9 +432,20 @@ _FLOPS = {
     "trsm": (lambda n, k: k * n**2,
              lambda n, k: _c(k * n * (n + 1) / 2, k * n * (n - 1) / 2)),
     "gemm": (lambda n, k: 2 * n * n * k, lambda n, k: _c(n * n * k, n * n * k)),
+    # LAWN 41, square: FMULS_GETRF = n³/3 + 2n/3, FADDS_GETRF = n³/3 − n²/2 + n/6
+    "getrf": (lambda n, k: 2 * n**3 / 3 - n**2 / 2 + 5 * n / 6,
+              lambda n, k: _c(n**3 / 3 + 2 * n / 3, n**3 / 3 - n**2 / 2 + n / 6)),
+    # FMULS_GETRS = nrhs·n², FADDS_GETRS = nrhs·n·(n − 1)
+    "getrs": (lambda n, k: k * (2 * n**2 - n),
+              lambda n, k: _c(k * n * n, k * n * (n - 1))),
+    # FMULS_GETRI = 2n³/3 + n²/2 + 5n/6, FADDS_GETRI = 2n³/3 − 3n²/2 + 5n/6
+    "getri": (lambda n, k: 4 * n**3 / 3 - n**2 + 5 * n / 3,
+              lambda n, k: _c(2 * n**3 / 3 + n**2 / 2 + 5 * n / 6,
+                              2 * n**3 / 3 - 3 * n**2 / 2 + 5 * n / 6)),
 }
-FLOP_ROUTINES = (*_FLOPS, "inverse_potrs")
-_NEEDS_NRHS = ("potrs", "trsm")
+FLOP_ROUTINES = (*_FLOPS, "inverse_potrs", "inverse_getrs")
+NEEDS_NRHS = ("potrs", "trsm", "getrs")
+"""The counts that take ``nrhs``."""
 
 
 def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) -> float:
@@ -452,6 +463,10 @@ def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) 
     trsm (left)    nrhs·n²               nrhs·(4n² + 2n)
     gemm           2·n²·nrhs             8·n²·nrhs  (nrhs defaults to n)
     inverse_potrs  2n³                   8n³ + 4n²  (= potrs with nrhs = n)
+    getrf          2n³/3 − n²/2 + 5n/6   8n³/3 − n² + 13n/3
+    getrs          nrhs·(2n² − n)        nrhs·(8n² − 2n)
+    getri          4n³/3 − n² + 5n/3     16n³/3 + 20n/3
+    inverse_getrs  2n³ − n²              8n³ − 2n²  (= getrs with nrhs = n)
     ============== ===================== ==========================
 
     Quote GFLOP/s with the count named; for any way of computing A⁻¹ the honest
@@ -465,15 +480,15 @@ def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) 
     """
     if routine not in FLOP_ROUTINES:
         raise ValueError(f"unknown routine {routine!r}; choose from {', '.join(FLOP_ROUTINES)}")
-    if routine == "inverse_potrs":
+    if routine in ("inverse_potrs", "inverse_getrs"):
         if nrhs is not None:
-            raise ValueError("inverse_potrs takes no nrhs (it is potrs with nrhs = n)")
-        routine, nrhs = "potrs", n
-    elif routine in _NEEDS_NRHS and nrhs is None:
+            raise ValueError(f"{routine} takes no nrhs (it is {routine[8:]} with nrhs = n)")
+        routine, nrhs = routine[8:], n
+    elif routine in NEEDS_NRHS and nrhs is None:
         raise ValueError(f"{routine} needs nrhs")
     elif routine == "gemm":
         nrhs = n if nrhs is None else nrhs
-    elif routine not in _NEEDS_NRHS and nrhs is not None:
+    elif routine not in NEEDS_NRHS and nrhs is not None:
         raise ValueError(f"{routine} takes no nrhs")
     if n < 0 or (nrhs is not None and nrhs < 0):
         raise ValueError(f"sizes must be >= 0, got n={n}, nrhs={nrhs}")

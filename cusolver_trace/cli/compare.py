@@ -127,7 +127,8 @@ def run(args) -> int:
         B = None
         if op.has_rhs:
             g = torch.Generator().manual_seed(args.seed + 1)
-            B = torch.randn(*tm.A.shape[:-1], args.nrhs or 1, generator=g,
+            dims = op.rhs_dims(tm.A.shape[-1], args.nrhs or 1, op.options_from(**options))
+            B = torch.randn(*tm.A.shape[:-2], *dims, generator=g,
                             dtype=torch.float64).to(tm.A.dtype).to(device)
         return tm, B
 

@@ -244,7 +244,7 @@ def compare(op: str, A=None, B=None, *, preferred: str | None = None,
         notes.append(f"preferred={preferred!r} has no effect here: it selects torch's CUDA "
                      "linear-algebra library, and this comparison ran on the CPU")
     spec = {"n": inputs.n, "batch": inputs.batch, "batch_shape": list(inputs.batch_shape),
-            "nrhs": inputs.nrhs, "dtype": dt.name, "options": dict(opts),
+            "nrhs": o.nrhs_of(inputs, opts), "dtype": dt.name, "options": dict(opts),
             "device": str(device), "preferred": preferred or "default",
             "matrix": matrix if matrix is not None else "given A", "seed": seed,
             "repeat": repeat if run.timings else 0, "warmup": warmup,

@@ -141,8 +141,9 @@ def prepare_inputs(op, A=None, B=None, *, opts=None, nrhs: int = 1, seed: int = 
         The matrix the op's inputs are made from (:attr:`Op.structure`); an op on a
         factorization factors it as torch does (a failure there is noted).
     B : torch.Tensor (..., n, nrhs), optional
-        Right-hand sides, for ops that take them (default: ``nrhs`` columns of seeded
-        standard normal values, A's batch shape).
+        Right-hand sides, for ops that take them (default: ``nrhs`` of seeded standard normal
+        values, A's batch shape; ``(..., nrhs, n)`` for a solve from the right,
+        :meth:`Op.rhs_dims`).
     opts : Options or mapping, optional
         The op's options (default torch's defaults).
     nrhs : int
@@ -179,10 +180,13 @@ def prepare_inputs(op, A=None, B=None, *, opts=None, nrhs: int = 1, seed: int = 
             if nrhs < 0:
                 raise ValueError(f"nrhs must be >= 0, got {nrhs}")
             g = torch.Generator().manual_seed(seed + 1)
-            B = torch.randn(*batch_shape, n, nrhs, generator=g, dtype=torch.float64)
+            B = torch.randn(*batch_shape, *o.rhs_dims(n, nrhs, opts), generator=g,
+                            dtype=torch.float64)
             B = B.to(inp.A.dtype).to(inp.A.device)
-        if B.ndim < 2 or B.shape[-2] != n or tuple(B.shape[:-2]) != batch_shape:
-            raise ValueError(f"B must have shape (..., n, nrhs) with A's batch shape {batch_shape} "
+        rows_n = o.rhs_dims(n, -1, opts)[0] == n
+        if B.ndim < 2 or B.shape[-2 if rows_n else -1] != n or tuple(B.shape[:-2]) != batch_shape:
+            want = "(..., n, nrhs)" if rows_n else "(..., nrhs, n)"
+            raise ValueError(f"B must have shape {want} with A's batch shape {batch_shape} "
                              f"and n = {n}, got {tuple(B.shape)}")
         if B.dtype != inp.A.dtype or B.device != inp.A.device:
             raise ValueError(f"B ({B.dtype}, {B.device}) must match A ({inp.A.dtype}, "

@@ -446,6 +446,9 @@ class Op:
     outputs : tuple of str
         The names of the result's parts (``("LU", "pivots")``); the first is the one whose
         differences are reported.
+    rhs_shape : callable or None
+        ``(n, nrhs, opts) -> (rows, columns)`` of each right-hand side matrix; None:
+        ``(n, nrhs)`` (``(nrhs, n)`` for a solve from the right, X·A = B).
     empty_result : callable or None
         ``(inputs, opts) -> (result, info)`` for an empty input (n = 0, batch 0, nrhs 0):
         what torch returns, made without a library call (cuSOLVER and LAPACK reject
@@ -507,6 +510,7 @@ class Op:
     flop_count: Callable
     takes: tuple = ("A",)
     outputs: tuple = ("result",)
+    rhs_shape: Callable | None = None
     empty_result: Callable | None = None
     reports_info: bool = False
     fails_on_info: bool = False
@@ -554,6 +558,17 @@ class Op:
     def has_rhs(self) -> bool:
         """The op takes right-hand sides (its inputs have a B)."""
         return "B" in self.takes
+
+    def rhs_dims(self, n: int, nrhs: int, opts) -> tuple:
+        """``(rows, columns)`` of each right-hand side matrix for ``nrhs`` of them."""
+        return self.rhs_shape(n, nrhs, opts) if self.rhs_shape else (n, nrhs)
+
+    def nrhs_of(self, inputs: Inputs, opts) -> int | None:
+        """How many right-hand sides ``inputs`` hold (None without B)."""
+        if inputs.B is None:
+            return None
+        rows, _ = self.rhs_dims(inputs.n, -1, opts)
+        return inputs.B.shape[-2] if rows == -1 else inputs.B.shape[-1]
 
     # -- replay ------------------------------------------------------------------------
     @property
@@ -661,7 +676,7 @@ class Op:
 
     def path_for(self, inputs: Inputs, opts, **path_kw) -> TorchPath:
         """:meth:`torch_path` for these inputs."""
-        return self.torch_path(batch=inputs.batch, n=inputs.n, nrhs=inputs.nrhs,
+        return self.torch_path(batch=inputs.batch, n=inputs.n, nrhs=self.nrhs_of(inputs, opts),
                                dtype=inputs.x.dtype, device=inputs.x.device.type,
                                options=opts,
                                rhs_batch=None if inputs.B is None else member_count(inputs.B),

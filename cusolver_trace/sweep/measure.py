@@ -158,11 +158,11 @@ def flop_count(case: Case, method: str) -> tuple[str, float, float | None]:
         name = o.flop_count(case.inputs, case.on_cuda)
 
     def count(c):
-        return f(c, n, case.nrhs) if c in ("potrs", "trsm") else f(c, n)
+        return f(c, n, case.nrhs) if c in checks.NEEDS_NRHS else f(c, n)
 
     total = count(name) + (count(o.plus_count) if o.plus_count else 0)
     label = f"{o.plus_count}+{name}" if o.plus_count else (
-        f"{name}(nrhs={case.nrhs})" if name in ("potrs", "trsm") else name)
+        f"{name}(nrhs={case.nrhs})" if name in checks.NEEDS_NRHS else name)
     yard = None
     if o.yardstick:
         yard = b * (count(o.yardstick) + (count(o.plus_count) if o.plus_count else 0))

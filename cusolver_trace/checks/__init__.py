@@ -1,0 +1,38 @@
+"""How the field judges numbers: LAPACK test ratios, difference metrics, flop counts.
+
+Every function takes torch tensors (CPU or CUDA; the work stays on the tensor's
+device, only per-matrix scalars come back to the host) or numpy arrays
+(converted with :func:`as_tensor`). Matrices have shape ``(..., n, n)``; the
+leading dimensions are a batch. Supported dtypes are those of
+:mod:`cusolver_trace._dtypes` (float32, float64, complex64, complex128); ``eps``
+below is LAPACK's ``?lamch('E')`` from that table (2**-24 / 2**-53, half of
+numpy's eps).
+
+Batched results come back as :class:`BatchMax`: a ``float`` equal to the worst
+(largest) value over the batch, NaN if any element is NaN, carrying the
+per-matrix values in ``.per_matrix`` (a float64 numpy array of the batch shape).
+
+The LAPACK ratios (``pot01``, ``pot02``, ``pot03``) follow Reference LAPACK's
+TESTING/LIN ``?pot01/02/03``: residuals are recomputed in the working precision
+of the inputs (as those routines do with ``?her``/``?trmv``/``?hemm`` in the
+same precision as the factorization; float32/complex64 products on CUDA are
+forced to IEEE fp32, never TF32), norms are 1-norms in working precision, and
+only the final division ``resid / n / anorm / eps`` runs in float64.
+A ratio below :data:`THRESHOLD` (30, as in LAPACK's ``dtest.in``) passes.
+"""
+from __future__ import annotations
+
+from ._base import THRESHOLD, BatchMax, as_tensor, batch_max, ieee_fp32, passes
+from .diff import (asymmetry, bitwise_equal, max_abs_diff, max_ulp_distance, nan_mismatches,
+                   nonfinite_count, rel_fro_diff, ulp_distance)
+from .flops import FLOP_ROUTINES, flops
+from .lapack import pot01, pot02, pot03
+
+__all__ = [
+    "THRESHOLD", "BatchMax", "as_tensor", "passes", "batch_max", "ieee_fp32",
+    "pot01", "pot02", "pot03",
+    "max_abs_diff", "rel_fro_diff", "ulp_distance", "max_ulp_distance",
+    "nan_mismatches", "bitwise_equal", "asymmetry", "nonfinite_count",
+    "FLOP_ROUTINES", "flops",
+]
+

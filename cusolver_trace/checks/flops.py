@@ -1,0 +1,72 @@
+"""LAWN 41 flop counts."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+
+def _c(m: float, a: float) -> float:
+    """LAWN 41 complex flops from multiply/add counts: 6 per complex mul, 2 per add."""
+    return 6 * m + 2 * a
+
+
+# routine -> (real(n, k), complex(n, k)); k = nrhs. From LAWN 41's FMULS/FADDS,
+# evaluated in exact rational arithmetic (n, k are Fractions).
+_F3, _F6 = Fraction(1, 3), Fraction(1, 6)
+_FLOPS = {
+    "potrf": (lambda n, k: n**3 / 3 + n**2 / 2 + n / 6,
+              lambda n, k: _c(n * (n * n / 6 + n / 2 + _F3), n * (n * n / 6 - _F6))),
+    "potrs": (lambda n, k: 2 * k * n**2,
+              lambda n, k: _c(k * n * (n + 1), k * n * (n - 1))),
+    "potri": (lambda n, k: 2 * n**3 / 3 + n**2 / 2 + 5 * n / 6,
+              lambda n, k: _c(n * (n * n / 3 + n + 2 * _F3), n * (n * n / 3 - n / 2 + _F6))),
+    "trtri": (lambda n, k: n**3 / 3 + 2 * n / 3,
+              lambda n, k: _c(n * (n * n / 6 + n / 2 + _F3), n * (n * n / 6 - n / 2 + _F3))),
+    "trsm": (lambda n, k: k * n**2,
+             lambda n, k: _c(k * n * (n + 1) / 2, k * n * (n - 1) / 2)),
+    "gemm": (lambda n, k: 2 * n * n * k, lambda n, k: _c(n * n * k, n * n * k)),
+}
+FLOP_ROUTINES = (*_FLOPS, "inverse_potrs")
+_NEEDS_NRHS = ("potrs", "trsm")
+
+
+def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) -> float:
+    """LAWN 41 floating-point operation count (real flops; complex ops expanded).
+
+    Routines (n×n matrix; ``nrhs`` columns on the right):
+
+    ============== ===================== ==========================
+    routine        real                  complex
+    ============== ===================== ==========================
+    potrf          n³/3 + n²/2 + n/6     4n³/3 + 3n² + 5n/3
+    potrs          2·nrhs·n²             nrhs·(8n² + 4n)
+    potri          2n³/3 + n²/2 + 5n/6   8n³/3 + 5n² + 13n/3
+    trtri          n³/3 + 2n/3           4n³/3 + 2n² + 8n/3
+    trsm (left)    nrhs·n²               nrhs·(4n² + 2n)
+    gemm           2·n²·nrhs             8·n²·nrhs  (nrhs defaults to n)
+    inverse_potrs  2n³                   8n³ + 4n²  (= potrs with nrhs = n)
+    ============== ===================== ==========================
+
+    Quote GFLOP/s with the count named; for any way of computing A⁻¹ the honest
+    yardstick is the ``potri`` count.
+
+    Raises
+    ------
+    ValueError
+        Unknown routine, negative sizes, ``nrhs`` missing for potrs/trsm, or
+        given to a routine that takes none.
+    """
+    if routine not in FLOP_ROUTINES:
+        raise ValueError(f"unknown routine {routine!r}; choose from {', '.join(FLOP_ROUTINES)}")
+    if routine == "inverse_potrs":
+        if nrhs is not None:
+            raise ValueError("inverse_potrs takes no nrhs (it is potrs with nrhs = n)")
+        routine, nrhs = "potrs", n
+    elif routine in _NEEDS_NRHS and nrhs is None:
+        raise ValueError(f"{routine} needs nrhs")
+    elif routine == "gemm":
+        nrhs = n if nrhs is None else nrhs
+    elif routine not in _NEEDS_NRHS and nrhs is not None:
+        raise ValueError(f"{routine} takes no nrhs")
+    if n < 0 or (nrhs is not None and nrhs < 0):
+        raise ValueError(f"sizes must be >= 0, got n={n}, nrhs={nrhs}")
+    return float(_FLOPS[routine][bool(complex)](Fraction(n), Fraction(nrhs or 0)))

@@ -29,6 +29,7 @@ Modules: ``_base`` (plumbing), ``lapack`` (the ratios), ``det``, ``diff``
 from __future__ import annotations
 
 from ._base import THRESHOLD, BatchMax, as_tensor, batch_max, ieee_fp32, passes
+from .det import DetReference, det_ratio, det_reference, slogdet_ratio
 from .diff import (asymmetry, bitwise_equal, max_abs_diff, max_ulp_distance, nan_mismatches,
                    nonfinite_count, rel_fro_diff, ulp_distance)
 from .flops import FLOP_ROUTINES, flops
@@ -37,6 +38,7 @@ from .lapack import get01, get02, get03, lu_det_P, pot01, pot02, pot03
 __all__ = [
     "THRESHOLD", "BatchMax", "as_tensor", "passes", "batch_max", "ieee_fp32",
     "pot01", "pot02", "pot03", "get01", "get02", "get03", "lu_det_P",
+    "DetReference", "det_reference", "det_ratio", "slogdet_ratio",
     "max_abs_diff", "rel_fro_diff", "ulp_distance", "max_ulp_distance",
     "nan_mismatches", "bitwise_equal", "asymmetry", "nonfinite_count",
     "FLOP_ROUTINES", "flops",

@@ -303,7 +303,7 @@ def _symmetrize_noise(A: torch.Tensor, info) -> torch.Tensor:
     return torch.where(A == AH, A, A / 2 + AH / 2)
 
 
-def from_file(path, *, dtype=None) -> torch.Tensor:
+def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
     """Read a matrix (or a batch) from ``.npy`` or Matrix Market ``.mtx`` / ``.mtx.gz``.
 
     ``.npy`` may hold (n, n) or (..., n, n) in float32, float64, complex64 or
@@ -327,9 +327,10 @@ def from_file(path, *, dtype=None) -> torch.Tensor:
 
     Content is not judged: non-finite entries and non-symmetric matrices are
     returned as the file holds them (they are legitimate inputs to compare).
-    The one change: a finite matrix whose asymmetry max|A − Aᴴ| is within
-    100·eps·max|A| (rounding noise of the program that wrote it) is returned
-    as its exactly Hermitian part ``(A + Aᴴ)/2`` (real diagonal).
+    The one change, for ``structure="hpd"`` only: a finite matrix whose asymmetry
+    max|A − Aᴴ| is within 100·eps·max|A| (rounding noise of the program that wrote
+    it) is returned as its exactly Hermitian part ``(A + Aᴴ)/2`` (real diagonal).
+    ``structure="general"`` returns every value as stored.
 
     A Matrix Market file must follow the format strictly: the banner
     ``%%MatrixMarket matrix {coordinate|array}
@@ -346,6 +347,10 @@ def from_file(path, *, dtype=None) -> torch.Tensor:
     dtype : str, torch.dtype or numpy dtype, optional
         None (default): the file's own dtype (table above). Given: it must be
         the file's dtype, else InputFileError; it only asserts what you expect.
+    structure : "hpd" or "general"
+        What the matrix is read for: a Hermitian positive definite input of potrf
+        (rounding-noise asymmetry removed, as above) or a general input of getrf
+        (values kept).
 
     Returns
     -------
@@ -365,6 +370,8 @@ def from_file(path, *, dtype=None) -> torch.Tensor:
         ``path`` does not exist (the message names it).
     TypeError
         ``dtype`` is not float32, float64, complex64 or complex128.
+    ValueError
+        ``structure`` is not "hpd" or "general".
 
     Examples
     --------
@@ -388,6 +395,8 @@ def from_file(path, *, dtype=None) -> torch.Tensor:
     tensor([[4., 2.],
             [2., 0.]], dtype=torch.float64)
     """
+    if structure not in ("hpd", "general"):
+        raise ValueError(f"structure must be one of hpd, general, got {structure!r}")
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".npy"):
@@ -411,7 +420,8 @@ def from_file(path, *, dtype=None) -> torch.Tensor:
                 f"{path}: the file holds {own.name} data, but {want.name} was requested; it is "
                 f"not converted{lose}: request {own.name} (or no dtype), or save the file as "
                 f"{want.name}")
-    return _symmetrize_noise(torch.from_numpy(a), own)
+    A = torch.from_numpy(a)
+    return _symmetrize_noise(A, own) if structure == "hpd" else A
 
 
 def _rounds_to(text, value: float) -> str | None:

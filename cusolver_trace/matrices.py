@@ -1,11 +1,14 @@
-"""Input matrices: random Hermitian positive definite, LAPACK's test types, files, data.
+"""Input matrices: random Hermitian positive definite and general, LAPACK's test types,
+files, data.
 
 Every generator builds its matrix in float64/complex128 on the CPU with a
 ``torch.Generator`` seeded by ``seed`` (so the same seed gives the same matrix on
-every device, and the float32 matrix is the rounded float64 one), makes it exactly
-Hermitian (``(A + Aᴴ)/2``, real diagonal; rounding to a lower precision keeps
-that exact), then casts and moves it. Shapes are ``(*batch, n, n)``; dtypes are
-those of :mod:`cusolver_trace._dtypes`.
+every device, and the float32 matrix is the rounded float64 one), then casts and
+moves it. Hermitian positive definite ones (``structure="hpd"``, for potrf) are made
+exactly Hermitian first (``(A + Aᴴ)/2``, real diagonal; rounding to a lower precision
+keeps that exact); general ones (``structure="general"``, for getrf) are
+U·diag(σ)·Vᴴ as built. Shapes are ``(*batch, n, n)``; dtypes are those of
+:mod:`cusolver_trace._dtypes`.
 """
 from __future__ import annotations
 
@@ -21,10 +24,13 @@ from ._matrix_files import _rounds_to, from_file
 from .checks import BatchMax, batch_max, as_tensor
 
 __all__ = [
-    "TestMatrix", "LAPACK_TYPES", "MODES", "spd", "lapack_test_matrix", "classic_spd3",
-    "from_file", "rbf_kernel_digits", "DIGITS_SAMPLES", "MatrixSpec", "parse_matrix_spec",
-    "achieved_cond",
+    "TestMatrix", "STRUCTURES", "LAPACK_TYPES", "LAPACK_GE_TYPES", "MODES", "spd", "general",
+    "general_singular", "lapack_test_matrix", "classic_spd3", "from_file", "rbf_kernel_digits",
+    "DIGITS_SAMPLES", "MatrixSpec", "parse_matrix_spec", "achieved_cond",
 ]
+
+STRUCTURES = ("hpd", "general")
+"""What an op reads: a Hermitian positive definite matrix (potrf) or a general one (getrf)."""
 
 MODES = ("geometric", "arithmetic")
 """Eigenvalue distributions: dlatms MODE 3 (σᵢ = cond^(−(i−1)/(n−1))) and MODE 4
@@ -34,19 +40,25 @@ LAPACK_TYPES = ("diagonal", "cond2", "zero-first", "zero-last", "zero-middle",
                 "ill-sqrt", "ill", "small", "large")
 """LAPACK's positive-definite test types (``dchkpo`` IMAT 1–9, ``dlatb4`` path PO)."""
 
+LAPACK_GE_TYPES = ("diagonal", "upper", "lower", "cond2", "zero-first", "zero-last", "zero-half",
+                   "ill-sqrt", "ill", "small", "large")
+"""LAPACK's general test types (``dchkge`` IMAT 1–11, ``dlatb4`` path GE)."""
+
 DIGITS_SAMPLES = 1797
 
 
 @dataclass(frozen=True)
 class TestMatrix:
-    """A test input with what a correct potrf must report for it.
+    """A test input with what a correct factorization must report for it.
 
     Attributes
     ----------
     A : torch.Tensor, (..., n, n)
     expected_info : int or None
-        potrf's ``info`` for every matrix of the batch: 0 = positive definite,
-        k > 0 = the leading minor of order k is not; None = not known in advance.
+        The ``info`` of every matrix of the batch: for potrf (Hermitian positive
+        definite inputs) 0 = positive definite, k > 0 = the leading minor of order k
+        is not; for getrf (general inputs) 0, or k > 0 = U(k, k) is exactly zero;
+        None = not known in advance.
     description : str
     cond : float or None
         The 2-norm condition number the matrix was built with (None if unknown).
@@ -122,17 +134,24 @@ def _sigma(n: int, cond: float, mode: str) -> torch.Tensor:
     return cond ** -t if mode == "geometric" else 1 - t * (1 - 1 / cond)
 
 
-def _spd64(n, batch, cond, mode, is_complex, seed, rotate=True) -> torch.Tensor:
-    """Q·diag(σ)·Qᴴ in float64/complex128 (CPU), σ from 1 down to 1/cond."""
+def _haar(batch, n: int, cdtype, gen: torch.Generator) -> torch.Tensor:
+    """Haar-distributed orthogonal / unitary (*batch, n, n): QR of a Gaussian with the
+    signs (phases) of R's diagonal moved into Q."""
+    Q, R = torch.linalg.qr(torch.randn(*batch, n, n, dtype=cdtype, generator=gen))
+    d = R.diagonal(dim1=-2, dim2=-1)
+    return Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
+
+
+def _svd64(n, batch, cond, mode, is_complex, seed, rotate=True, hermitian=True) -> torch.Tensor:
+    """Q·diag(σ)·Qᴴ (``hermitian``) or U·diag(σ)·Vᴴ (U, then V drawn) in float64 /
+    complex128 (CPU), σ from 1 down to 1/cond; diag(σ) when not ``rotate``."""
     cdtype = torch.complex128 if is_complex else torch.float64
     sigma = _sigma(n, cond, mode).to(cdtype)
     if not rotate or n == 0:
         return torch.diag_embed(sigma.expand(*batch, n)).clone()
     gen = torch.Generator().manual_seed(seed)
-    Q, R = torch.linalg.qr(torch.randn(*batch, n, n, dtype=cdtype, generator=gen))
-    d = R.diagonal(dim1=-2, dim2=-1)
-    Q = Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)  # Haar: fix the signs
-    return (Q * sigma) @ Q.mH
+    U = _haar(batch, n, cdtype, gen)
+    return (U * sigma) @ (U if hermitian else _haar(batch, n, cdtype, gen)).mH
 
 
 def spd(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
@@ -171,13 +190,73 @@ def spd(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
     (torch.Size([2, 3, 3]), True)
     """
     n, dims, dev = _order(n), _batch(batch), _device(device)
-    A = _spd64(n, dims, cond, mode, dtype_info(dtype).is_complex, seed)
+    A = _svd64(n, dims, cond, mode, dtype_info(dtype).is_complex, seed)
     return _finish(A, dtype, dev)
 
 
-def lapack_test_matrix(kind: str, n: int, *, dtype="float64", seed: int = 0, batch=(),
-                       device="cpu") -> TestMatrix:
-    """One of LAPACK's positive-definite test matrices (``dchkpo`` + ``dlatb4``).
+def _structure(structure) -> str:
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
+    return structure
+
+
+def general(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
+            seed: int = 0, mode: str = "geometric") -> torch.Tensor:
+    """Random general (non-symmetric) A = U·diag(σ)·Vᴴ, shape (*batch, n, n).
+
+    U and V are independent Haar-distributed orthogonal / unitary matrices (as in
+    :func:`spd`); σ runs from 1 down to 1/cond (``mode``: dlatms MODE 3 or 4), so
+    ‖A‖₂ = 1 and κ₂(A) = ``cond`` before rounding to ``dtype``: LAPACK's ``dlatms`` with
+    TYPE 'N', the matrices of ``dchkge``'s type 4 (cond 2) and 8–9 (ill-conditioned).
+    Any cond is allowed; from cond·eps >= 1 on the rounded matrix is numerically singular.
+
+    Parameters and errors are those of :func:`spd`.
+
+    Examples
+    --------
+    >>> A = general(4, batch=2, cond=100.0, seed=1)
+    >>> A.shape, bool(torch.allclose(A, A.mT))
+    (torch.Size([2, 4, 4]), False)
+    >>> round(float(achieved_cond(A, structure="general")), 6)
+    100.0
+    """
+    n, dims, dev = _order(n), _batch(batch), _device(device)
+    A = _svd64(n, dims, cond, mode, dtype_info(dtype).is_complex, seed, hermitian=False)
+    return A.to(dtype_info(dtype).torch).to(dev)
+
+
+def general_singular(n: int, k: int, *, batch=(), cond: float = 2.0, dtype="float64",
+                     device="cpu", seed: int = 0, mode: str = "geometric") -> torch.Tensor:
+    """:func:`general` with column k (1-based) set to zero: getrf reports info = k.
+
+    As LAPACK's ``dchkge`` types 5–7 (first, last, middle column zero): columns 1..k−1
+    of a random matrix are independent, so U(1,1) … U(k−1,k−1) are nonzero and column k
+    is still zero when its pivot is chosen, making U(k, k) exactly zero. det = 0.
+
+    Raises
+    ------
+    ValueError
+        k not an int within 1..n (and the errors of :func:`spd`).
+
+    Examples
+    --------
+    >>> A = general_singular(4, 2)
+    >>> torch.linalg.lu_factor_ex(A).info.item(), bool((A[:, 1] == 0).all())
+    (2, True)
+    """
+    n = _order(n)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(f"the zero column k must be an int within 1..n = {n}, got {k!r}")
+    A = general(n, batch=batch, cond=cond, dtype=dtype, device="cpu", seed=seed, mode=mode)
+    A[..., :, int(k) - 1] = 0
+    return A.to(_device(device))
+
+
+def lapack_test_matrix(kind: str, n: int, *, structure: str = "hpd", dtype="float64",
+                       seed: int = 0, batch=(), device="cpu") -> TestMatrix:
+    """One of LAPACK's test matrices: positive definite (``dchkpo``) or general (``dchkge``).
+
+    ``structure="hpd"`` (path PO, for potrf; :data:`LAPACK_TYPES`):
 
     ==========  ====  =========================================================
     kind        IMAT  matrix (σ geometric, MODE 3; ‖A‖₂ = anorm)
@@ -193,19 +272,42 @@ def lapack_test_matrix(kind: str, n: int, *, dtype="float64", seed: int = 0, bat
     large       9     cond 2, anorm = 1/small          (4.0e292 / 4.1e31)
     ==========  ====  =========================================================
 
+    ``structure="general"`` (path GE, for getrf; :data:`LAPACK_GE_TYPES`), A = U·diag(σ)·Vᴴ:
+
+    ==========  ====  =========================================================
+    kind        IMAT  matrix (σ geometric, MODE 3; ‖A‖₂ = anorm)
+    ==========  ====  =========================================================
+    diagonal    1     diag(σ), cond 2 (no rotation)
+    upper       2     upper triangular, cond 2 (R of the QR of a cond2 matrix)
+    lower       3     lower triangular, cond 2
+    cond2       4     U·diag(σ)·Vᴴ, cond 2
+    zero-first  5     cond 2, column 1 zeroed → expected info 1
+    zero-last   6     cond 2, column n zeroed → expected info n
+    zero-half   7     cond 2, columns n//2 + 1 … n zeroed → info n//2 + 1
+                      (LAPACK: "last n/2 columns zero")
+    ill-sqrt    8     cond = sqrt(0.1/prec)
+    ill         9     cond = 0.1/prec
+    small       10    cond 2, anorm = 0.25·sfmin/prec
+    large       11    cond 2, anorm = 1/small
+    ==========  ====  =========================================================
+
     ``prec`` is dlatb4's ``dlamch('Precision')`` = eps·base = 2·``lapack_eps``
     (2**-52 / 2**-23), ``sfmin`` the smallest normal number; cond is 1 for n <= 1,
     as in dlatb4. A zeroed row/column leaves the leading minors before it
-    positive definite and makes the one of that order exactly singular.
+    positive definite and makes the one of that order exactly singular; a zeroed
+    column makes getrf's U(k, k) exactly zero.
 
     Raises
     ------
-    ValueError  unknown kind; n < 0, or n < 1 for a zero-* kind; a batch dimension < 0;
-                a device other than cpu / cuda.
+    ValueError  unknown kind or structure; n < 0, or n < 1 for a zero-* kind; a batch
+                dimension < 0; a device other than cpu / cuda.
     TypeError   unsupported dtype; n or batch not ints.
     """
-    if kind not in LAPACK_TYPES:
-        raise ValueError(f"unknown LAPACK test type {kind!r}; choose from {', '.join(LAPACK_TYPES)}")
+    hpd = _structure(structure) == "hpd"
+    types = LAPACK_TYPES if hpd else LAPACK_GE_TYPES
+    if kind not in types:
+        raise ValueError(f"unknown LAPACK {'PO' if hpd else 'GE'} test type {kind!r} for "
+                         f"{structure} matrices; choose from {', '.join(types)}")
     n, batch = _order(n), _batch(batch)
     _device(device)
     info = dtype_info(dtype)
@@ -214,21 +316,26 @@ def lapack_test_matrix(kind: str, n: int, *, dtype="float64", seed: int = 0, bat
     cond = {"ill-sqrt": math.sqrt(0.1 / prec), "ill": 0.1 / prec}.get(kind, 2.0)
     cond = 1.0 if n <= 1 else cond
     anorm = {"small": small, "large": 1 / small}.get(kind, 1.0)
-    A = _spd64(n, _batch(batch), cond, "geometric", info.is_complex, seed,
-               rotate=kind != "diagonal") * anorm
-    imat = LAPACK_TYPES.index(kind) + 1
-    desc = f"LAPACK PO type {imat} ({kind}), n={n}, cond={cond:.3g}"
+    A = _svd64(n, batch, cond, "geometric", info.is_complex, seed, rotate=kind != "diagonal",
+               hermitian=hpd) * anorm
+    if kind in ("upper", "lower"):   # the triangle of a QR: the same singular values
+        A = torch.linalg.qr(A).R if kind == "upper" else torch.linalg.qr(A.mH).R.mH
+    desc = f"LAPACK {'PO' if hpd else 'GE'} type {types.index(kind) + 1} ({kind}), n={n}, " \
+           f"cond={cond:.3g}"
     izero = 0
     if kind.startswith("zero-"):
         if n < 1:
             raise ValueError(f"{kind} needs n >= 1")
-        izero = {"zero-first": 1, "zero-last": n, "zero-middle": n // 2 + 1}[kind]
-        A[..., izero - 1, :] = 0
-        A[..., :, izero - 1] = 0
-        desc += f", row/column {izero} zeroed (singular)"
+        izero = {"zero-first": 1, "zero-last": n}.get(kind, n // 2 + 1)
+        A[..., :, izero - 1:n if kind == "zero-half" else izero] = 0
+        if hpd:
+            A[..., izero - 1, :] = 0
+        desc += f", {'row/' if hpd else ''}column{'s' if kind == 'zero-half' else ''} " \
+                f"{izero}{'..' + str(n) if kind == 'zero-half' else ''} zeroed (singular)"
     elif anorm != 1.0:
         desc += f", scaled to norm {anorm:.3g}"
-    return TestMatrix(_finish(A, dtype, device), izero, desc, cond, f"lapack:{kind}")
+    A = _finish(A, dtype, device) if hpd else A.to(info.torch).to(device)
+    return TestMatrix(A, izero, desc, cond, f"lapack:{kind}")
 
 
 _CLASSIC_A = [[4.0, 12.0, -16.0], [12.0, 37.0, -43.0], [-16.0, -43.0, 98.0]]
@@ -288,7 +395,10 @@ def rbf_kernel_digits(n: int | None = None, *, gamma: float | None = None,
 
 # --------------------------------------------------------------------------- --matrix SPEC
 _SPEC_HELP = ("random | random:cond=C[,mode=geometric|arithmetic] | lapack:TYPE | classic3 | "
-              "classic3:negative | file:PATH | digits | digits:gamma=G[,jitter=J]")
+              "classic3:negative | file:PATH | digits | digits:gamma=G[,jitter=J] | "
+              "singular:k=K[,cond=C][,mode=M]")
+_GENERAL_HELP = ("random, random:cond=C[,mode=M], lapack:TYPE (" + ", ".join(LAPACK_GE_TYPES)
+                 + "), singular:k=K or file:PATH")
 _PLAIN_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -341,8 +451,16 @@ def check_cond(cond: float, dtype) -> None:
                          f"after rounding; use less than {limit:.7g}")
 
 
+def _column(text) -> int:
+    """A column number written plainly: digits only, >= 1."""
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+        raise ValueError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 _KEYS = {"random": {"cond": plain_float, "mode": str},
-         "digits": {"gamma": plain_float, "jitter": plain_float}}
+         "digits": {"gamma": plain_float, "jitter": plain_float},
+         "singular": {"k": _column, "cond": plain_float, "mode": str}}
 
 
 @dataclass(frozen=True)
@@ -363,12 +481,16 @@ class MatrixSpec:
             return DIGITS_SAMPLES
         return None
 
-    def describe(self) -> str:
-        p = self.params
+    def describe(self, structure: str = "hpd") -> str:
+        p, hpd = self.params, _structure(structure) == "hpd"
+        shape = f"{p.get('mode', 'geometric')} σ), cond={p.get('cond', 2.0):.3g}"
         if self.kind == "random":
-            return f"random Hermitian PD (Haar Q, {p.get('mode', 'geometric')} σ), cond={p.get('cond', 2.0):.3g}"
+            return ("random Hermitian PD (Haar Q, " if hpd else "random general (Haar U, V, ") + shape
+        if self.kind == "singular":
+            return (f"random general (Haar U, V, {shape}, column {p['k']} zero (singular: "
+                    f"getrf info {p['k']})")
         if self.kind == "lapack":
-            return f"LAPACK PO test type {p['type']}"
+            return f"LAPACK {'PO' if hpd else 'GE'} test type {p['type']}"
         if self.kind == "classic3":
             return "classic 3x3 " + ("negative definite" if p.get("negative") else "SPD")
         if self.kind == "file":
@@ -376,15 +498,30 @@ class MatrixSpec:
         return (f"RBF kernel of sklearn digits, gamma={p.get('gamma', 1 / 64):.3g}, "
                 f"jitter={p.get('jitter', 1e-6):.3g}")
 
+    def _unfit(self, structure: str) -> str | None:
+        """Why this spec makes no matrix of ``structure`` (None when it does)."""
+        if structure == "general" and self.kind in ("classic3", "digits"):
+            return (f"makes a Hermitian positive definite example, not a general matrix (the "
+                    f"input of getrf); for general matrices use {_GENERAL_HELP}")
+        if structure == "hpd" and self.kind == "singular":
+            return ("makes a general matrix with a zero column, not a Hermitian positive definite "
+                    "one (the input of potrf); singular ones of that kind are lapack:zero-first, "
+                    "lapack:zero-last and lapack:zero-middle")
+        types = LAPACK_TYPES if structure == "hpd" else LAPACK_GE_TYPES
+        if self.kind == "lapack" and self.params["type"] not in types:
+            return (f"is not one of LAPACK's {'PO' if structure == 'hpd' else 'GE'} test types, "
+                    f"those for {structure} matrices: {', '.join(types)}")
+        return None
+
     def make(self, n: int | None = None, batch=(), dtype=None, device="cpu",
-             seed: int = 0) -> TestMatrix:
+             seed: int = 0, structure: str = "hpd") -> TestMatrix:
         """Build the input, shape (*batch, n, n).
 
         Parameters
         ----------
         n : int, optional
-            Required for random and lapack. classic3 and file fix n (None takes
-            it; a different n is an error); digits takes n <= 1797 (None: all).
+            Required for random, lapack and singular. classic3 and file fix n (None
+            takes it; a different n is an error); digits takes n <= 1797 (None: all).
         batch : int or tuple of int
             Deterministic sources are repeated over ``batch``; a batched
             ``.npy`` keeps its own batch (a different ``batch`` is an error).
@@ -397,7 +534,13 @@ class MatrixSpec:
             passed as None.
         device : str or torch.device
         seed : int
-            Seeds random and lapack; ignored by the deterministic sources.
+            Seeds random, lapack and singular; ignored by the deterministic sources.
+        structure : "hpd" or "general"
+            The matrix the op reads: Hermitian positive definite (potrf; ``random`` is
+            :func:`spd`, ``lapack:TYPE`` a PO type, files are read with their rounding
+            noise symmetrized) or general (getrf; ``random`` is :func:`general`,
+            ``lapack:TYPE`` a GE type, ``singular:k=K`` is :func:`general_singular`,
+            files keep their values).
 
         Returns
         -------
@@ -406,7 +549,9 @@ class MatrixSpec:
         Raises
         ------
         ValueError
-            n missing or conflicting; batch conflicting with a file's.
+            n missing or conflicting; batch conflicting with a file's; a spec that
+            makes no matrix of that structure (classic3, digits or a PO-only LAPACK type
+            for general; singular or a GE-only type for hpd); k outside 1..n.
         InputFileError
             (a ``ValueError``) ``file:PATH`` cannot be read, is malformed, or
             holds another dtype than ``dtype``; see :func:`from_file`.
@@ -422,14 +567,38 @@ class MatrixSpec:
         torch.Size([2, 3, 3])
         >>> parse_matrix_spec("random").make(4, dtype="float32").A.dtype
         torch.float32
+        >>> tm = parse_matrix_spec("singular:k=3").make(5, structure="general")
+        >>> tm.expected_info, torch.linalg.lu_factor_ex(tm.A).info.item()
+        (3, 3)
+        >>> parse_matrix_spec("classic3").make(structure="general")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: --matrix 'classic3' makes a Hermitian positive definite example, not a ...
         """
         batch, p = _batch(batch), self.params
+        why = self._unfit(_structure(structure))
+        if why:
+            raise ValueError(f"--matrix {self.text!r} {why}")
         file_dtype, dtype = dtype, "float64" if dtype is None else dtype
-        if self.kind in ("random", "lapack") and n is None:
+        if self.kind in ("random", "lapack", "singular") and n is None:
             raise ValueError(f"--matrix {self.text} needs a size n")
+        if self.kind == "singular":
+            kw = {key: v for key, v in p.items() if key != "k"}
+            if not p["k"] <= _order(n):
+                raise ValueError(f"--matrix {self.text!r}: the zero column k={p['k']} is not "
+                                 f"within 1..n = {n}")
+            A = general_singular(n, p["k"], batch=batch, dtype=dtype, device=device, seed=seed,
+                                 **kw)
+            return TestMatrix(A, p["k"], self.describe("general"), kw.get("cond", 2.0), self.text)
         if self.kind == "random":
-            A = spd(n, batch=batch, dtype=dtype, device=device, seed=seed, **p)
-            desc, cond = self.describe(), p.get("cond", 2.0)
+            make = spd if structure == "hpd" else general
+            A = make(n, batch=batch, dtype=dtype, device=device, seed=seed, **p)
+            desc, cond, info = self.describe(structure), p.get("cond", 2.0), 0
+            if structure == "general":
+                if cond * 2 * dtype_info(dtype).lapack_eps >= 1:
+                    desc, info = desc + (f", numerically singular in {dtype_info(dtype).name} "
+                                         f"(cond·eps >= 1): getrf's info not known in advance"), None
+                return TestMatrix(A, info, desc, cond, self.text)
             try:
                 check_cond(cond, dtype)
             except ValueError:
@@ -440,13 +609,14 @@ class MatrixSpec:
                     "not positive definite after rounding, expect info > 0")
             return TestMatrix(A, 0, desc, cond, self.text)
         if self.kind == "lapack":
-            return lapack_test_matrix(p["type"], n, dtype=dtype, seed=seed, batch=batch, device=device)
+            return lapack_test_matrix(p["type"], n, structure=structure, dtype=dtype, seed=seed,
+                                      batch=batch, device=device)
         L = info = cond = None
         if self.kind == "classic3":
             tm = classic_spd3(negative=p["negative"], dtype=dtype, device=device)
             A, L, info, cond = tm.A, tm.L, tm.expected_info, tm.cond
         elif self.kind == "file":
-            A = from_file(p["path"], dtype=file_dtype)
+            A = from_file(p["path"], dtype=file_dtype, structure=structure)
         else:
             A = rbf_kernel_digits(n, dtype=dtype, **p)
         fixed = A.shape[-1]
@@ -456,7 +626,7 @@ class MatrixSpec:
             if batch and batch != tuple(A.shape[:-2]):
                 raise ValueError(f"{p['path']} holds a batch of shape {tuple(A.shape[:-2])}; "
                                  f"got batch={batch}")
-        desc = self.describe()
+        desc = self.describe(structure)
         if A.ndim == 2 and batch:
             A = A.expand(*batch, fixed, fixed).clone()
             L = None if L is None else L.expand(*batch, fixed, fixed).clone()
@@ -481,6 +651,27 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
     ``digits`` / ``digits:gamma=0.001,jitter=1e-8``  :func:`rbf_kernel_digits`
     ===============================  ===========================================
 
+    The table is for Hermitian positive definite inputs (``make(structure="hpd")``,
+    the default). For general ones (``make(structure="general")``):
+
+    ===============================  ===========================================
+    SPEC                             input
+    ===============================  ===========================================
+    ``random``, ``random:cond=1e6``  :func:`general` (options as above)
+    ``lapack:TYPE``                  :func:`lapack_test_matrix` with
+                                     ``structure="general"``, TYPE one of
+                                     :data:`LAPACK_GE_TYPES` (``lapack:ill``,
+                                     ``lapack:small``, ``lapack:zero-half``, …)
+    ``singular:k=3``                 :func:`general_singular`: column 3 zero,
+                                     getrf info 3 (k within 1..n; options
+                                     ``cond``, ``mode`` as for random)
+    ``file:PATH``                    :func:`from_file`, values as stored
+    ===============================  ===========================================
+
+    A spec is checked against the structure when the matrix is made
+    (:meth:`MatrixSpec.make`): ``classic3`` and ``digits`` make no general matrix,
+    ``singular`` no positive definite one, and each structure has its LAPACK types.
+
     Raises
     ------
     ValueError  unknown kind, key, value or LAPACK type (the message lists the forms).
@@ -504,16 +695,20 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
             try:
                 params[key] = _KEYS[kind][key](val)
             except ValueError:
-                raise bad(f"{key}={val!r} is not a number") from None
+                raise bad(f"{key}={val!r} is not "
+                          + ("a whole number >= 1" if key == "k" else "a number")) from None
         if params.get("mode", "geometric") not in MODES:
             raise bad(f"mode must be one of {', '.join(MODES)}")
         numbers = [v for v in params.values() if isinstance(v, float)]
         if not all(np.isfinite(numbers)) or not params.get("cond", 1.0) >= 1 \
                 or not params.get("gamma", 1.0) > 0 or not params.get("jitter", 0.0) >= 0:
             raise bad("need a finite cond >= 1, gamma > 0, jitter >= 0")
+        if kind == "singular" and "k" not in params:
+            raise bad("singular needs k=K, the zero column (1-based)")
     elif kind == "lapack":
-        if arg not in LAPACK_TYPES:
-            raise bad(f"LAPACK type must be one of {', '.join(LAPACK_TYPES)}")
+        if arg not in LAPACK_TYPES + LAPACK_GE_TYPES:
+            raise bad(f"LAPACK type must be one of {', '.join(LAPACK_TYPES)} (positive definite) "
+                      f"or {', '.join(LAPACK_GE_TYPES)} (general)")
         params["type"] = arg
     elif kind == "classic3":
         if arg not in ("", "negative"):
@@ -528,15 +723,19 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
     return MatrixSpec(kind, params, spec)
 
 
-def achieved_cond(A) -> BatchMax:
-    """2-norm condition number max|λ| / min|λ| of Hermitian A, (..., n, n), per matrix.
+def achieved_cond(A, structure: str = "hpd") -> BatchMax:
+    """2-norm condition number of A, (..., n, n), per matrix, in float64/complex128 on A's device.
 
-    Computed with ``torch.linalg.eigvalsh`` in float64/complex128 on A's device
-    (lower triangle referenced); inf for a singular matrix, 1 for n = 0.
+    ``structure="hpd"``: max|λ| / min|λ| of Hermitian A (``torch.linalg.eigvalsh``, lower
+    triangle referenced); ``"general"``: σ_max / σ_min (``torch.linalg.svdvals``, all of A).
+    inf for a singular matrix, 1 for n = 0.
     """
     A = as_tensor(A)
     A = A.to(torch.complex128 if A.is_complex() else torch.float64)
     if A.shape[-1] == 0:
         return batch_max(torch.ones(A.shape[:-2]))
+    if _structure(structure) == "general":
+        s = torch.linalg.svdvals(A)
+        return batch_max(s[..., 0] / s[..., -1])
     lam = torch.linalg.eigvalsh(A).abs()
     return batch_max(lam.amax(-1) / lam.amin(-1))

@@ -24,9 +24,18 @@ _FLOPS = {
     "trsm": (lambda n, k: k * n**2,
              lambda n, k: _c(k * n * (n + 1) / 2, k * n * (n - 1) / 2)),
     "gemm": (lambda n, k: 2 * n * n * k, lambda n, k: _c(n * n * k, n * n * k)),
+    # square getrf (m = n): FMULS n·(n·(2n/3 − 1) + n)/2 + 2n/3, FADDS n·(n·2n/3 − n)/2 + n/6
+    "getrf": (lambda n, k: 2 * n**3 / 3 - n**2 / 2 + 5 * n / 6,
+              lambda n, k: _c(n * (n * (2 * n / 3 - 1) + n) / 2 + 2 * n / 3,
+                              n * (n * 2 * n / 3 - n) / 2 + n / 6)),
+    "getrs": (lambda n, k: 2 * k * n**2 - k * n,
+              lambda n, k: _c(k * n * n, k * n * (n - 1))),
+    "getri": (lambda n, k: 4 * n**3 / 3 - n**2 + 5 * n / 3,
+              lambda n, k: _c(n * (5 * _F6 + n * (2 * n / 3 + Fraction(1, 2))),
+                              n * (5 * _F6 + n * (2 * n / 3 - Fraction(3, 2))))),
 }
 FLOP_ROUTINES = (*_FLOPS, "inverse_potrs")
-_NEEDS_NRHS = ("potrs", "trsm")
+_NEEDS_NRHS = ("potrs", "trsm", "getrs")
 
 
 def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) -> float:
@@ -44,15 +53,19 @@ def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) 
     trsm (left)    nrhs·n²               nrhs·(4n² + 2n)
     gemm           2·n²·nrhs             8·n²·nrhs  (nrhs defaults to n)
     inverse_potrs  2n³                   8n³ + 4n²  (= potrs with nrhs = n)
+    getrf          2n³/3 − n²/2 + 5n/6   8n³/3 − n² + 13n/3  (square)
+    getrs          nrhs·(2n² − n)        nrhs·(8n² − 2n)
+    getri          4n³/3 − n² + 5n/3     16n³/3 + 20n/3
     ============== ===================== ==========================
 
     Quote GFLOP/s with the count named; for any way of computing A⁻¹ the honest
-    yardstick is the ``potri`` count.
+    yardstick is the ``potri`` count (Hermitian positive definite A) or the
+    ``getri`` count (general A, after getrf).
 
     Raises
     ------
     ValueError
-        Unknown routine, negative sizes, ``nrhs`` missing for potrs/trsm, or
+        Unknown routine, negative sizes, ``nrhs`` missing for potrs/trsm/getrs, or
         given to a routine that takes none.
     """
     if routine not in FLOP_ROUTINES:

@@ -20,6 +20,9 @@ class DetReference(NamedTuple):
 
     Attributes
     ----------
+    det : (*batch) float64 or complex128
+        det(P)·Π uᵢᵢ rounded to float64; NaN where that is not a normal float64 number
+        (then only sign and logabsdet stand for it).
     sign : (*batch) float64 (real A: ±1, 0) or complex128 (|sign| = 1, or 0)
     logabsdet : (*batch) float64, log|det A|; -inf where the LU has an exact zero pivot
     log_sv : (*batch, n) float64, log σᵢ(A), descending (-inf for σᵢ = 0)
@@ -28,6 +31,7 @@ class DetReference(NamedTuple):
         A's dtype: its eps and its range judge the result.
     """
 
+    det: torch.Tensor
     sign: torch.Tensor
     logabsdet: torch.Tensor
     log_sv: torch.Tensor
@@ -40,9 +44,10 @@ def det_reference(A, *, device="cpu") -> DetReference:
 
     Each matrix is first scaled by a power of two (exact) so that max |aᵢⱼ| is in [1/2, 1):
     neither the LU nor the SVD over- or underflows, and log|det| is exact to that scaling.
-    sign = det(P)·Π sgn(uᵢᵢ) (:func:`lu_det_P`), logabsdet = Σ log|uᵢᵢ|, as torch's
-    ``slogdet``; the singular values come from ``torch.linalg.svdvals``. A matrix with a
-    NaN or inf gives NaN everywhere.
+    det = det(P)·Π uᵢᵢ (as torch's ``det``, in float64 with the scaling undone exactly),
+    sign = det(P)·Π sgn(uᵢᵢ) (:func:`lu_det_P`), logabsdet = log|det| where det is a
+    normal float64 number, else Σ log|uᵢᵢ| (as torch's ``slogdet``); the singular values
+    come from ``torch.linalg.svdvals``. A matrix with a NaN or inf gives NaN everywhere.
 
     Parameters
     ----------
@@ -67,8 +72,8 @@ def det_reference(A, *, device="cpu") -> DetReference:
     W = A.detach().to(device=device, dtype=torch.complex128 if info.is_complex else torch.float64)
     batch, real = W.shape[:-2], dict(dtype=torch.float64, device=W.device)
     if n == 0:
-        return DetReference(torch.ones(batch, dtype=W.dtype, device=W.device),
-                            torch.zeros(batch, **real), torch.zeros(*batch, 0, **real),
+        one = torch.ones(batch, dtype=W.dtype, device=W.device)
+        return DetReference(one, one, torch.zeros(batch, **real), torch.zeros(*batch, 0, **real),
                             torch.zeros(batch, **real), info.name)
     finite = torch.isfinite(W).flatten(-2).all(-1)
     W = torch.where(finite[..., None, None], W, torch.eye(n, dtype=W.dtype, device=W.device))
@@ -80,11 +85,25 @@ def det_reference(A, *, device="cpu") -> DetReference:
     u = LU.diagonal(dim1=-2, dim2=-1)
     logu = torch.log(u.abs()) + (e * math.log(2))[..., None]
     nan = torch.tensor(math.nan, **real)
-    sign = lu_det_P(piv).to(W.dtype) * u.sgn().prod(-1)
+    det_p = lu_det_P(piv).to(W.dtype)
+    sign = det_p * u.sgn().prod(-1)
+    logsum = logu.sum(-1)
+    # the product in order, each partial product a normal number (else no float64 value),
+    # then times 2**(n·e) in three exact steps
+    partial = torch.cumprod(u, -1)
+    tiny = torch.finfo(torch.float64).tiny
+    normal = ((partial.abs() >= tiny) & torch.isfinite(partial.abs())).all(-1)
+    det = det_p * partial[..., -1]
+    third = torch.floor(n * e / 3)
+    for part in (third, third, n * e - 2 * third):
+        det = det * torch.exp2(part)
+    a = det.abs()
+    normal &= torch.isfinite(a) & (a >= tiny)
     log_sv = torch.log(torch.linalg.svdvals(W)) + (e * math.log(2))[..., None]
     return DetReference(
+        torch.where(finite & normal, det, nan.to(W.dtype)),
         torch.where(finite, sign, nan.to(W.dtype)),
-        torch.where(finite, logu.sum(-1), nan),
+        torch.where(finite, torch.where(normal, torch.log(a), logsum), nan),
         torch.where(finite[..., None], log_sv, nan),
         torch.where(finite, torch.where(torch.isfinite(logu), logu.abs(), 0).sum(-1), nan),
         info.name)
@@ -116,6 +135,10 @@ def _det_c(ref: DetReference, log_dist, bad, flip) -> BatchMax:
     (a real det of the wrong sign: det(A + tE) passes through 0, so ‖E‖₂ >= σₙ); 1/eps
     where A = 0 and the result is not exact; NaN where ``bad``."""
     eps = dtype_info(ref.dtype).lapack_eps
+    exact = torch.isneginf(log_dist(torch.zeros_like(ref.logabsdet)))
+    bad = bad | torch.isnan(ref.logabsdet)
+    if ref.log_sv.shape[-1] == 0:   # n = 0: det = 1 exactly, anything else is 1/eps
+        return batch_max(torch.where(bad, math.nan, torch.where(exact, 0.0, 1.0 / eps)))
     ls1 = ref.log_sv[..., 0]
     lo, hi = torch.full_like(ls1, -700.0), torch.full_like(ls1, 700.0)
     reached = _log_bound(ref.log_sv, hi + math.log(eps) + ls1) >= log_dist(hi.exp())
@@ -123,12 +146,10 @@ def _det_c(ref: DetReference, log_dist, bad, flip) -> BatchMax:
         mid = (lo + hi) / 2
         up = _log_bound(ref.log_sv, mid + math.log(eps) + ls1) >= log_dist(mid.exp())
         lo, hi = torch.where(up, lo, mid), torch.where(up, mid, hi)
-    exact = torch.isneginf(log_dist(torch.zeros_like(ls1)))
     r = torch.where(reached, hi.exp(), math.inf)
     r = torch.where(flip, torch.maximum(r, (ref.log_sv[..., -1] - ls1).exp() / eps), r)
     r = torch.where(torch.isneginf(ls1), 1.0 / eps, r)
-    return batch_max(torch.where(bad | torch.isnan(ref.logabsdet), math.nan,
-                                 torch.where(exact, 0.0, r)))
+    return batch_max(torch.where(bad, math.nan, torch.where(exact, 0.0, r)))
 
 
 def _shifted(lx, ref: DetReference, c, eps):
@@ -196,13 +217,14 @@ def det_ratio(A, det, *, reference: DetReference | None = None) -> BatchMax:
     The comparison is made in logarithms (sign or phase, and log|det|), so neither the
     reference nor the bound overflows:
 
-    - the reference is :func:`det_reference` (float64 / complex128 LU of the upcast A);
+    - the reference is :func:`det_reference` (float64 / complex128 LU of the upcast A),
+      compared as a float64 number where it is one (so an exact det scores 0);
     - a det beyond the dtype's range is judged as what rounding gives: ±inf is exact
       for a reference at or beyond the largest finite number (with the same sign for real
       A, any phase for complex), and any |det| below the smallest normal number is taken
       as ± that number's width (an underflowed product, 0 or subnormal);
-    - log|det| may also differ by c·eps·Σ|log|uᵢᵢ||, the rounding of the logarithms summed
-      in the reference (and in ``slogdet``).
+    - :func:`slogdet_ratio`'s log|det| may also differ by c·eps·Σ|log|uᵢᵢ||, the rounding
+      of the logarithms it sums.
 
     Parameters
     ----------
@@ -258,10 +280,12 @@ def det_ratio(A, det, *, reference: DetReference | None = None) -> BatchMax:
         opposite = torch.logaddexp(torch.full_like(lr, log_max), lr)
         over = torch.where(sr == 0, log_max, torch.where(sr == torch.sign(x), inside, opposite))
     kind = torch.where(torch.isinf(ax), 2, torch.where(ax < fi.tiny, 1, 0))
+    normal = torch.where(torch.isnan(ref.det), _log_abs_diff(sx, lx, sr, lr),
+                         torch.log((x - ref.det).abs()))
+    dist = torch.where(kind == 2, over, torch.where(kind == 1, under, normal))
 
     def log_dist(c):
-        normal = _log_abs_diff(sx, _shifted(lx, ref, c, info.lapack_eps), sr, lr)
-        return torch.where(kind == 2, over, torch.where(kind == 1, under, normal))
+        return dist
 
     flip = torch.zeros_like(ax, dtype=torch.bool) if x.is_complex() else torch.sign(x) * sr < 0
     return _det_c(ref, log_dist, torch.isnan(ax), flip)

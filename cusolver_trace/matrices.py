@@ -319,7 +319,7 @@ def lapack_test_matrix(kind: str, n: int, *, structure: str = "hpd", dtype="floa
     A = _svd64(n, batch, cond, "geometric", info.is_complex, seed, rotate=kind != "diagonal",
                hermitian=hpd) * anorm
     if kind in ("upper", "lower"):   # the triangle of a QR: the same singular values
-        A = torch.linalg.qr(A).R if kind == "upper" else torch.linalg.qr(A.mH).R.mH
+        A = torch.linalg.qr(A).R if kind == "upper" else torch.linalg.qr(A.mH).R.mH.resolve_conj()
     desc = f"LAPACK {'PO' if hpd else 'GE'} type {types.index(kind) + 1} ({kind}), n={n}, " \
            f"cond={cond:.3g}"
     izero = 0

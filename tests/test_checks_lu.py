@@ -394,3 +394,41 @@ def test_property_lu_ratios_are_lapacks_or_documented(n, batch, dtype, seed, piv
         assert C.get01(A, LU, p) < C.THRESHOLD
     for t, s in zip((A, LU, p, p_any), saved):
         assert C.bitwise_equal(t, s) if t.is_floating_point() or t.is_complex() else torch.equal(t, s)
+
+
+# --------------------------------------------------------------------------- CUDA
+@pytest.mark.gpu
+@pytest.mark.gpu_torch_only
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
+def test_lu_checks_and_general_matrices_on_cuda(dtype):
+    """The ratios of CUDA tensors agree with the CPU's (TF32 allowed globally: the checks
+    forbid it); det_ratio's reference is computed on the CPU by default, or on the GPU."""
+    A = general(96, batch=3, cond=1e3, dtype=dtype, seed=4)
+    assert C.bitwise_equal(general(96, batch=3, cond=1e3, dtype=dtype, seed=4, device="cuda"),
+                           A.cuda())
+    assert torch.equal(general_singular(9, 4, dtype=dtype, device="cuda").cpu(),
+                       general_singular(9, 4, dtype=dtype))
+    LU, piv = torch.linalg.lu_factor(A)
+    B = torch.ones(3, 96, 2, dtype=A.dtype)
+    X, XH = torch.linalg.lu_solve(LU, piv, B), torch.linalg.lu_solve(LU, piv, B, adjoint=True)
+    Ainv = torch.linalg.inv(A)
+    cpu = [C.get01(A, LU, piv), C.get02(A, X, B), C.get02(A, XH, B, adjoint=True), C.get03(A, Ainv)]
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        g = [t.cuda() for t in (A, LU, piv, X, XH, B, Ainv)]
+        gpu = [C.get01(g[0], g[1], g[2]), C.get02(g[0], g[3], g[5]),
+               C.get02(g[0], g[4], g[5], adjoint=True), C.get03(g[0], g[6])]
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    for c, r in zip(cpu, gpu):
+        assert r < C.THRESHOLD and r == pytest.approx(float(c), rel=0.5, abs=0.05)
+    Ag = A.cuda()
+    d = torch.linalg.det(Ag[:, :12, :12] * 8)
+    ref_gpu = C.det_reference(Ag[:, :12, :12] * 8, device="cuda")
+    assert ref_gpu.sign.is_cuda
+    assert C.det_ratio(Ag[:, :12, :12] * 8, d) < C.THRESHOLD
+    assert C.det_ratio(Ag[:, :12, :12] * 8, d, reference=ref_gpu) < C.THRESHOLD
+    assert C.det_ratio(Ag[:, :12, :12] * 8, -d, reference=ref_gpu) > 100 * C.THRESHOLD
+    s, l = torch.linalg.slogdet(Ag)
+    assert C.slogdet_ratio(Ag, s, l) < C.THRESHOLD

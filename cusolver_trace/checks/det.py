@@ -209,10 +209,11 @@ def det_ratio(A, det, *, reference: DetReference | None = None) -> BatchMax:
 
     Measured on random matrices of :func:`cusolver_trace.matrices.general` (n up to
     2048, cond up to 1e12, scaled by up to 1e±30, all four dtypes), LAPACK's and torch's
-    det and slogdet score below 2. A wrong sign scores about 2/(eps·κ_det) (2e4 for
-    float32 at n = 1024, cond 2) and, for real A, at least σₙ/(eps·σ₁) = 1/(eps·κ₂(A)):
-    a real det changes sign only through a singular A + E, so ‖E‖₂ >= σₙ. A factor 2
-    scores about 1/(eps·κ_det). The same threshold, :data:`THRESHOLD`, applies.
+    det and slogdet score below 2 (docs/lu-checks.md has the loop). A wrong sign scores
+    about 2/(eps·κ_det) (1.2e4 for complex64 at n = 1024, cond 2) and, for real A, at least
+    σₙ/(eps·σ₁) = 1/(eps·κ₂(A)): a real det changes sign only through a singular A + E, so
+    ‖E‖₂ >= σₙ. A factor 2 scores of the order of 1/(eps·κ_det). The same threshold,
+    :data:`THRESHOLD`, applies.
 
     The comparison is made in logarithms (sign or phase, and log|det|), so neither the
     reference nor the bound overflows:

@@ -485,7 +485,8 @@ class MatrixSpec:
         p, hpd = self.params, _structure(structure) == "hpd"
         shape = f"{p.get('mode', 'geometric')} σ), cond={p.get('cond', 2.0):.3g}"
         if self.kind == "random":
-            return ("random Hermitian PD (Haar Q, " if hpd else "random general (Haar U, V, ") + shape
+            return ("random Hermitian PD (Haar Q, " if hpd
+                    else "random general (Haar U, V, ") + shape
         if self.kind == "singular":
             return (f"random general (Haar U, V, {shape}, column {p['k']} zero (singular: "
                     f"getrf info {p['k']})")
@@ -596,8 +597,9 @@ class MatrixSpec:
             desc, cond, info = self.describe(structure), p.get("cond", 2.0), 0
             if structure == "general":
                 if cond * 2 * dtype_info(dtype).lapack_eps >= 1:
-                    desc, info = desc + (f", numerically singular in {dtype_info(dtype).name} "
-                                         f"(cond·eps >= 1): getrf's info not known in advance"), None
+                    info = None
+                    desc += (f", numerically singular in {dtype_info(dtype).name} (cond·eps >= 1): "
+                             f"getrf's info not known in advance")
                 return TestMatrix(A, info, desc, cond, self.text)
             try:
                 check_cond(cond, dtype)

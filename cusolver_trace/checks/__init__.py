@@ -1,8 +1,10 @@
 """How the field judges numbers: LAPACK test ratios, difference metrics, flop counts.
 
 Every function takes torch tensors (CPU or CUDA; the work stays on the tensor's
-device, only per-matrix scalars come back to the host) or numpy arrays
-(converted with :func:`as_tensor`). Matrices have shape ``(..., n, n)``; the
+device, only per-matrix scalars come back to the host, and for ``get01`` getrf's
+pivots, whose interchanges are applied there) or numpy arrays (converted with
+:func:`as_tensor`). The determinant check computes its float64 reference on the
+CPU unless told otherwise (:func:`det_reference`). Matrices have shape ``(..., n, n)``; the
 leading dimensions are a batch. Supported dtypes are those of
 :mod:`cusolver_trace._dtypes` (float32, float64, complex64, complex128); ``eps``
 below is LAPACK's ``?lamch('E')`` from that table (2**-24 / 2**-53, half of

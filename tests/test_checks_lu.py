@@ -367,6 +367,23 @@ def test_det_ratio_inputs_batches_and_errors():
         C.slogdet_ratio(A, torch.ones_like(d0), torch.zeros(2, 3, dtype=torch.float32))
 
 
+def test_read_only_arrays_views_and_conj_bits_without_warnings(recwarn):
+    A = general(6, dtype="complex128", seed=13)
+    LU, piv = torch.linalg.lu_factor(A)
+    An, LUn, pn = (t.numpy().copy() for t in (A, LU, piv))
+    for a in (An, LUn, pn):
+        a.setflags(write=False)
+    r = C.get01(An, LUn, pn)
+    assert r == C.get01(A, LU, piv) and r < C.THRESHOLD
+    assert C.lu_det_P(pn) == C.lu_det_P(piv)
+    Ac = A.conj()                                   # a lazy conj view of Ā
+    LUc, pc = torch.linalg.lu_factor(Ac.resolve_conj())
+    assert C.get01(Ac, LUc, pc) < C.THRESHOLD
+    assert C.det_ratio(Ac, torch.linalg.det(Ac)) < 1
+    assert C.det_ratio(Ac, torch.linalg.det(A)) > 1e3 * C.THRESHOLD   # det(Ā) = conj(det A)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
 # --------------------------------------------------------------------------- properties
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(0, 6), batch=st.lists(st.integers(0, 2), max_size=2),

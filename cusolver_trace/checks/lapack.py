@@ -115,7 +115,8 @@ def pot03(A, Ainv, upper: bool = False, fill: bool = False) -> BatchMax:
 def _pivots(pivots, k: int | None = None, device=None) -> torch.Tensor:
     """getrf's ``ipiv`` as a tensor of shape (..., k) (any k if None) of an integer dtype,
     moved to ``device`` (TypeError / ValueError otherwise)."""
-    p = pivots if isinstance(pivots, torch.Tensor) else torch.as_tensor(np.asarray(pivots))
+    # numpy: a copy torch can own (read-only or negative-stride arrays it cannot view)
+    p = pivots if isinstance(pivots, torch.Tensor) else torch.from_numpy(np.array(pivots))
     if p.is_floating_point() or p.is_complex() or p.dtype == torch.bool:
         raise TypeError(f"pivots must be an integer tensor, got {p.dtype}")
     if p.ndim < 1 or (k is not None and p.shape[-1] != k):

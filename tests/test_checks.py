@@ -258,6 +258,13 @@ def test_flops_small_n():
     assert C.flops("trsm", 4, nrhs=3) == 48 and C.flops("trsm", 4, nrhs=3, complex=True) == 3 * (64 + 8)
     assert C.flops("gemm", 3) == 54 and C.flops("gemm", 3, 2, complex=True) == 144
     assert C.flops("potrf", 0) == 0
-    for bad in [("getrf", 3), ("potrs", 3), ("potrf", 3, 2), ("potrf", -1)]:
+    # LU (LAWN 41): getrf 2n³/3 − n²/2 + 5n/6, getrs nrhs·(2n² − n), getri 4n³/3 − n² + 5n/3
+    assert C.flops("getrf", 1) == 1 and C.flops("getrf", 3) == 16 and C.flops("getrf", 0) == 0
+    assert C.flops("getrf", 3, complex=True) == pytest.approx(72 - 9 + 13)
+    assert C.flops("getrs", 4, nrhs=2) == 56 and C.flops("getrs", 4, nrhs=2, complex=True) == 2 * 120
+    assert C.flops("getri", 3) == pytest.approx(36 - 9 + 5)
+    assert C.flops("getri", 3, complex=True) == pytest.approx(144 + 20)
+    for bad in [("geqrf", 3), ("potrs", 3), ("getrs", 3), ("getrf", 3, 2), ("potrf", 3, 2),
+                ("potrf", -1)]:
         with pytest.raises(ValueError):
             C.flops(*bad)

@@ -194,7 +194,8 @@ def getrf(a: np.ndarray, pivot: bool = True):
     Parameters
     ----------
     a : numpy.ndarray (..., m, n), float32 / float64 / complex64 / complex128
-        Non-empty; never written (the LAPACK wrapper works on a copy).
+        Any strides; never written (the LAPACK wrapper works on a copy). Empty batches and
+        m or n = 0 give empty results and info 0, without a LAPACK call.
     pivot : bool
         Must be True: LAPACK has no unpivoted getrf (torch's CPU ``lu_factor`` refuses
         ``pivot=False`` too).
@@ -227,6 +228,8 @@ def getrf(a: np.ndarray, pivot: bool = True):
     k = min(m, n)
     fn, lu = _fn(a.dtype, "getrf"), np.empty(a.shape, dtype=a.dtype)
     piv = np.empty((*bshape, k), dtype=np.int32)
+    if k == 0:   # LAPACK's wrapper calls an empty matrix an illegal argument
+        return lu, piv, np.zeros(tuple(bshape), dtype=np.int32)
 
     def body(i):
         lu[i], p, info = fn(a[i], overwrite_a=0)
@@ -247,7 +250,8 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, adjoint: bool = False)
         1-based pivots, ``lu``'s batch shape; each in 1..n (checked: LAPACK would read out of
         bounds).
     b : numpy.ndarray (..., n, k), ``lu``'s dtype
-        Its batch shape broadcasts with ``lu``'s (NumPy's rule, as torch's ``lu_solve``).
+        Its batch shape broadcasts with ``lu``'s (NumPy's rule, as torch's ``lu_solve``). Any
+        strides; never written. n or k = 0: an empty x, info 0.
     adjoint : bool
         Solve with Aᴴ: ``trans`` = T (real) or C (complex); else N.
 
@@ -281,6 +285,8 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, adjoint: bool = False)
     b_b = np.broadcast_to(b, (*bshape, n, k))
     trans = (2 if np.iscomplexobj(lu) else 1) if adjoint else 0
     fn, x = _fn(lu.dtype, "getrs"), np.empty((*bshape, n, k), dtype=lu.dtype)
+    if n == 0 or k == 0:   # nothing to solve (LAPACK's wrapper refuses empty operands)
+        return x, np.zeros(tuple(bshape), dtype=np.int32)
 
     def body(i):
         x[i], info = fn(lu_b[i], piv_b[i] - 1, b_b[i], trans=trans)

@@ -9,6 +9,10 @@ and the shapes; :func:`lu_factor_path` / :func:`lu_solve_path` restate torch 2.1
 entry point torch runs. Shapes where torch 2.11 would run MAGMA are not used (batched LU with
 batch > 16 and n > 16 under the default preference; n <= 8 with 256 <= k <= 1024 in
 lu_solve). Pivots must be exactly equal, info equal, LU and X bitwise equal.
+
+Run (H200, torch 2.11, CuPy 14, nvmath-python 1.0):
+``python3 -m pytest -q -p no:cacheprovider tests/test_gpu_lu_backend.py``; the open questions
+about torch's behaviour are answered by ``python3 tests/gpu_probe_lu.py``.
 """
 from __future__ import annotations
 
@@ -182,7 +186,7 @@ def test_lu_solve_bitwise_equal_torch(dtype, n, batch, k, pref, left, adjoint):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex64], ids=str)
 @pytest.mark.parametrize("lu_batch,b_batch", [((), (4,)), ((1,), (3,)), ((2, 1), (1, 3)),
-                                              ((3,), (1, 3))])
+                                              ((3,), (1, 3)), ((1,), (2,)), ((2,), ())])
 @pytest.mark.parametrize("n,k,pref", [(4, 2, "default"), (33, 3, "default"), (33, 12, "default"),
                                       (256, 3, "default"), (64, 3, "cusolver"),
                                       (33, 3, "cusolver")])

@@ -4,7 +4,7 @@ Inputs are NumPy arrays ``(..., n, n)`` (already validated); each matrix is
 handed to the LAPACK wrapper, which makes a Fortran-ordered working copy, so
 inputs are never modified. Returns results plus an ``info`` array of the batch
 shape (``int32``). This mirrors torch's CPU path: ``?potrf`` / ``?potrs`` /
-``?potri`` (+ mirror of the computed triangle) in a loop over the batch.
+``?potri`` (+ mirror of the computed triangle), ``?getrf`` / ``?getrs`` in a loop over the batch.
 """
 from __future__ import annotations
 
@@ -186,3 +186,110 @@ def inverse_status(L: np.ndarray, X: np.ndarray, upper: bool, info) -> np.ndarra
     acc[:, 1] = bad_l.astype(np.int32) | (2 * ~np.isfinite(Xb).reshape(batch, -1).all(axis=-1))
     acc[:, 2] = 0 if info is None else np.asarray(info).reshape(-1)
     return acc
+
+
+def getrf(a: np.ndarray, pivot: bool = True):
+    """``?getrf`` per matrix: LU factorization ``A = P L U`` with partial pivoting.
+
+    Parameters
+    ----------
+    a : numpy.ndarray (..., m, n), float32 / float64 / complex64 / complex128
+        Any strides; never written (the LAPACK wrapper works on a copy). Empty batches and
+        m or n = 0 give empty results and info 0, without a LAPACK call.
+    pivot : bool
+        Must be True: LAPACK has no unpivoted getrf (torch's CPU ``lu_factor`` refuses
+        ``pivot=False`` too).
+
+    Returns
+    -------
+    lu : numpy.ndarray (..., m, n)
+        L (unit diagonal, not stored) below the diagonal, U on and above it.
+    piv : numpy.ndarray int32 (..., min(m, n))
+        1-based pivots, LAPACK's convention (row i was interchanged with row ``piv[i]``).
+    info : numpy.ndarray int32, the batch shape
+        0, or k > 0 when U(k, k) is exactly zero (the factorization is completed).
+
+    Raises
+    ------
+    ValueError
+        ``pivot=False``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lu, piv, info = getrf(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> piv.tolist(), int(info)
+    ([2, 2], 0)
+    """
+    if not pivot:
+        raise ValueError("LAPACK's getrf always pivots: pivot=False has no CPU routine "
+                         "(torch's CPU linalg.lu_factor raises for it too)")
+    *bshape, m, n = a.shape
+    k = min(m, n)
+    fn, lu = _fn(a.dtype, "getrf"), np.empty(a.shape, dtype=a.dtype)
+    piv = np.empty((*bshape, k), dtype=np.int32)
+    if k == 0:   # LAPACK's wrapper calls an empty matrix an illegal argument
+        return lu, piv, np.zeros(tuple(bshape), dtype=np.int32)
+
+    def body(i):
+        lu[i], p, info = fn(a[i], overwrite_a=0)
+        piv[i] = p + 1   # scipy's wrapper gives 0-based pivots
+        return info
+
+    return lu, piv, _loop(tuple(bshape), body, m * n * k)
+
+
+def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, adjoint: bool = False):
+    """``?getrs`` per matrix: solve ``op(A) X = B`` from ``A = P L U``.
+
+    Parameters
+    ----------
+    lu : numpy.ndarray (..., n, n)
+        :func:`getrf`'s factors.
+    piv : numpy.ndarray int (..., n)
+        1-based pivots, ``lu``'s batch shape; each in 1..n (checked: LAPACK would read out of
+        bounds).
+    b : numpy.ndarray (..., n, k), ``lu``'s dtype
+        Its batch shape broadcasts with ``lu``'s (NumPy's rule, as torch's ``lu_solve``). Any
+        strides; never written. n or k = 0: an empty x, info 0.
+    adjoint : bool
+        Solve with Aᴴ: ``trans`` = T (real) or C (complex); else N.
+
+    Returns
+    -------
+    x : numpy.ndarray (..., n, k), the broadcast batch shape
+    info : numpy.ndarray int32, the broadcast batch shape
+        LAPACK's info (illegal arguments only).
+
+    Raises
+    ------
+    ValueError
+        A pivot outside 1..n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> lu, piv, _ = getrf(A)
+    >>> x, info = getrs(lu, piv, np.array([[5.0], [6.0]]))
+    >>> np.allclose(A @ x, [[5.0], [6.0]])
+    True
+    """
+    n = lu.shape[-1]
+    if piv.size and (piv.min() < 1 or piv.max() > n):
+        raise ValueError(f"pivots must lie in 1..{n}, got values from {piv.min()} to {piv.max()}")
+    k = b.shape[-1]
+    bshape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
+    lu_b = np.broadcast_to(lu, (*bshape, n, n))
+    piv_b = np.broadcast_to(piv, (*bshape, n))
+    b_b = np.broadcast_to(b, (*bshape, n, k))
+    trans = (2 if np.iscomplexobj(lu) else 1) if adjoint else 0
+    fn, x = _fn(lu.dtype, "getrs"), np.empty((*bshape, n, k), dtype=lu.dtype)
+    if n == 0 or k == 0:   # nothing to solve (LAPACK's wrapper refuses empty operands)
+        return x, np.zeros(tuple(bshape), dtype=np.int32)
+
+    def body(i):
+        x[i], info = fn(lu_b[i], piv_b[i] - 1, b_b[i], trans=trans)
+        return info
+
+    return x, _loop(tuple(bshape), body, n * n * max(k, 1))

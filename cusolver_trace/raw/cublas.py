@@ -1,6 +1,7 @@
 """Raw cuBLAS calls, 1:1 with the C API (type letter ``t`` first, as in :mod:`.cusolver`).
 
-``trsm``, ``trsmBatched`` and ``gemm`` go through ``cupy.cuda.cublas`` (which
+``trsm``, ``trsmBatched``, ``gemm``, ``getrfBatched`` and ``getrsBatched`` go through
+``cupy.cuda.cublas`` (which
 sets the handle's stream to CuPy's current stream on each call); the 64-bit
 ``trsm_64`` / ``gemm_64``, ``syrk``/``herk`` and ``trmm`` go through
 ``nvmath.bindings.cublas``. ``alpha`` / ``beta`` are *pointers* (host
@@ -96,11 +97,31 @@ def trmm(t, handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc
     _blas(_name(t, "trmm"), fn, handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc)
 
 
+def getrfBatched(t, handle, n, Aarray, lda, PivotArray, infoArray, batchSize) -> None:
+    """``cublas<t>getrfBatched``: LU of each n x n column-major matrix of the device array of
+    device pointers ``Aarray``, in place; ``PivotArray`` (int32, ``n`` per matrix, one after
+    another, 1-based) may be 0 (NULL): no pivoting; ``infoArray`` one device int32 per matrix."""
+    fn = getattr(_load.cupy_cublas(), f"{t}getrfBatched")
+    _blas(_name(t, "getrfBatched", ""), fn, handle, n, Aarray, lda, PivotArray, infoArray,
+          batchSize)
+
+
+def getrsBatched(t, handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info,
+                 batchSize) -> None:
+    """``cublas<t>getrsBatched``: solve op(A_i) X_i = B_i with getrfBatched's factors;
+    ``devIpiv`` the int32 pivots (``n`` per matrix, one after another); ``info`` a *host*
+    pointer to one int (illegal arguments only); B overwritten by X."""
+    fn = getattr(_load.cupy_cublas(), f"{t}getrsBatched")
+    _blas(_name(t, "getrsBatched", ""), fn, handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray,
+          ldb, info, batchSize)
+
+
 def _bind_typed_names():
     import functools
 
     g = globals()
-    for base in ("trsm", "trsm_64", "trsmBatched", "gemm", "syrk", "trmm"):
+    for base in ("trsm", "trsm_64", "trsmBatched", "gemm", "syrk", "trmm", "getrfBatched",
+                 "getrsBatched"):
         for t in "sdcz":
             f = functools.partial(g[base], t)
             f.__doc__ = f"``{_name(t, base, '')}`` — see :func:`{base}`."

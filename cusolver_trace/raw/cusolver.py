@@ -9,12 +9,12 @@ allocates, copies, synchronizes or checks ``devInfo``: that is the job of
 :mod:`cusolver_trace.routines`.
 
 Where CuPy binds a routine (``cupy.cuda.cusolver``: potrf, potrs,
-potrfBatched, potrsBatched, handle and stream functions) it is called through
-CuPy; CuPy sets the handle's stream to CuPy's *current* stream on each call,
+potrfBatched, potrsBatched, getrf, getrs, handle and stream functions) it is called
+through CuPy; CuPy sets the handle's stream to CuPy's *current* stream on each call,
 so callers make torch's stream CuPy's current stream first (see
 :mod:`cusolver_trace._gpu`). Routines CuPy does not bind (potri, the 64-bit
-``X`` API, ``Xtrtri``, lauum, ``cusolverDnParams``, ``cusolverGetVersion``)
-go through ``nvmath.bindings.cusolverDn``, which leaves the stream as set.
+``X`` API (``Xpotrf``, ``Xgetrf``, ...), ``Xtrtri``, lauum, ``cusolverDnParams``,
+``cusolverGetVersion``) go through ``nvmath.bindings.cusolverDn``, which leaves the stream as set.
 
 A non-success ``cusolverStatus_t`` raises
 :class:`~cusolver_trace.errors.CuSolverStatusError` naming the routine.
@@ -25,9 +25,10 @@ from ..errors import CuSolverStatusError
 from . import _load, _status
 from ._status import solver as _solver
 
-# cublasFillMode_t / cublasDiagType_t / libraryPropertyType
+# cublasFillMode_t / cublasDiagType_t / cublasOperation_t (getrs' trans) / libraryPropertyType
 LOWER, UPPER = 0, 1
 NON_UNIT, UNIT = 0, 1
+OP_N, OP_T, OP_C = 0, 1, 2
 MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL = 0, 1, 2
 
 
@@ -116,6 +117,27 @@ def potrsBatched(t, handle, uplo, n, nrhs, Aarray, lda, Barray, ldb, info, batch
             batchSize)
 
 
+def getrf_bufferSize(t, handle, m, n, A, lda) -> int:
+    """``cusolverDn<t>getrf_bufferSize`` -> Lwork (in elements)."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}getrf_bufferSize")
+    return _solver(_name(t, "getrf_bufferSize"), fn, handle, m, n, A, lda)
+
+
+def getrf(t, handle, m, n, A, lda, Workspace, devIpiv, devInfo) -> None:
+    """``cusolverDn<t>getrf``: LU factorization P A = L U of the column-major m x n A, in
+    place; ``devIpiv`` (int32, min(m, n), 1-based) may be 0 (NULL): no pivoting."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}getrf")
+    _solver(_name(t, "getrf"), fn, handle, m, n, A, lda, Workspace, devIpiv, devInfo)
+
+
+def getrs(t, handle, trans, n, nrhs, A, lda, devIpiv, B, ldb, devInfo) -> None:
+    """``cusolverDn<t>getrs``: solve op(A) X = B with getrf's LU and pivots (int32);
+    ``trans`` a ``cublasOperation_t`` (:data:`OP_N`, :data:`OP_T`, :data:`OP_C`); B
+    overwritten by X. ``devInfo`` reports illegal arguments only."""
+    fn = getattr(_load.cupy_cusolver(), f"{t}getrs")
+    _solver(_name(t, "getrs"), fn, handle, trans, n, nrhs, A, lda, devIpiv, B, ldb, devInfo)
+
+
 # -- legacy 32-bit API that CuPy does not bind, through nvmath ------------------------
 
 def potri_bufferSize(t, handle, uplo, n, A, lda) -> int:
@@ -189,6 +211,31 @@ def Xpotrs(handle, params, uplo, n, nrhs, dataTypeA, A, lda, dataTypeB, B, ldb, 
         _status.reraise(CuSolverStatusError, "cusolverDnXpotrs", exc)
 
 
+def Xgetrf_bufferSize(handle, params, m, n, dataTypeA, A, lda, computeType) -> tuple[int, int]:
+    """``cusolverDnXgetrf_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
+    dn = _load.nvmath_cusolverDn()
+    return tuple(_solver("cusolverDnXgetrf_bufferSize", dn.xgetrf_buffer_size, handle, params, m,
+                         n, dataTypeA, A, lda, computeType))
+
+
+def Xgetrf(handle, params, m, n, dataTypeA, A, lda, ipiv, computeType, bufferOnDevice,
+           workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info) -> None:
+    """``cusolverDnXgetrf`` (64-bit API): LU factorization in place; ``ipiv`` is int64
+    (min(m, n), 1-based), or 0 (NULL): no pivoting."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnXgetrf", dn.xgetrf, handle, params, m, n, dataTypeA, A, lda, ipiv,
+            computeType, bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost,
+            workspaceInBytesOnHost, info)
+
+
+def Xgetrs(handle, params, trans, n, nrhs, dataTypeA, A, lda, ipiv, dataTypeB, B, ldb,
+           info) -> None:
+    """``cusolverDnXgetrs`` (64-bit API): solve op(A) X = B from Xgetrf's LU and int64 pivots."""
+    dn = _load.nvmath_cusolverDn()
+    _solver("cusolverDnXgetrs", dn.xgetrs, handle, params, trans, n, nrhs, dataTypeA, A, lda,
+            ipiv, dataTypeB, B, ldb, info)
+
+
 def Xtrtri_bufferSize(handle, uplo, diag, n, dataTypeA, A, lda) -> tuple[int, int]:
     """``cusolverDnXtrtri_bufferSize`` -> (workspaceInBytesOnDevice, workspaceInBytesOnHost)."""
     dn = _load.nvmath_cusolverDn()
@@ -204,14 +251,15 @@ def Xtrtri(handle, uplo, diag, n, dataTypeA, A, lda, bufferOnDevice, workspaceIn
             workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, devInfo)
 
 
-# -- the C names, one per type: Spotrf, Dpotrf, ..., Zpotri_bufferSize ----------------
+# -- the C names, one per type: Spotrf, Dpotrf, ..., Zpotri_bufferSize, ..., Zgetrs ----------------
 
 def _bind_typed_names():
     import functools
 
     g = globals()
     for base in ("potrf_bufferSize", "potrf", "potrs", "potrfBatched", "potrsBatched",
-                 "potri_bufferSize", "potri", "lauum_bufferSize", "lauum"):
+                 "potri_bufferSize", "potri", "lauum_bufferSize", "lauum",
+                 "getrf_bufferSize", "getrf", "getrs"):
         for t in "sdcz":
             f = functools.partial(g[base], t)
             f.__doc__ = f"``{_name(t, base)}`` — see :func:`{base}`."

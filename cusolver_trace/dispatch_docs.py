@@ -21,14 +21,15 @@ from . import ops as _ops
 def _cases(n=256, batch=4, nrhs=4, device="cuda", ops=None):
     """(op, batch, preference, inputs) for every replayable op of the registry (or the names
     in ``ops``), with the op's default options."""
-    from .sweep.measure import input_matrix
+    from .matrices import structured
 
     for name in ops or _ops.names(replayable=True):
         o = _ops.get(name)
         o.require_replay()
         for b in (1, batch):
             for pref in ("default", "cusolver"):
-                A = input_matrix(o.structure, n, () if b == 1 else (b,), 2.0, "float64", device, 1)
+                A = structured(o.structure, n, batch=() if b == 1 else (b,), dtype="float64",
+                               device=device, seed=1)
                 inputs = _ops.prepare_inputs(o, A, nrhs=nrhs, seed=1)
                 yield o, b, pref, inputs
 

@@ -25,7 +25,7 @@ from .checks import BatchMax, batch_max, as_tensor
 
 __all__ = [
     "TestMatrix", "STRUCTURES", "LAPACK_TYPES", "LAPACK_GE_TYPES", "MODES", "spd", "general",
-    "general_singular", "lapack_test_matrix", "classic_spd3", "from_file", "rbf_kernel_digits",
+    "general_singular", "structured", "BIG_N", "lapack_test_matrix", "classic_spd3", "from_file", "rbf_kernel_digits",
     "DIGITS_SAMPLES", "MatrixSpec", "parse_matrix_spec", "achieved_cond",
 ]
 
@@ -223,6 +223,53 @@ def general(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu
     n, dims, dev = _order(n), _batch(batch), _device(device)
     A = _svd64(n, dims, cond, mode, dtype_info(dtype).is_complex, seed, hermitian=False)
     return A.to(dtype_info(dtype).torch).to(dev)
+
+
+#: From this order on, :func:`structured` builds a CUDA input's factors on the GPU.
+BIG_N = 4096
+
+
+def structured(structure: str, n: int, *, batch=(), cond: float = 2.0, dtype="float64",
+               device="cpu", seed: int = 0) -> torch.Tensor:
+    """A seeded matrix of the structure an op asks for: :func:`spd` for ``"hpd"``,
+    :func:`general` for ``"general"`` (σ geometric from 1 to 1/cond).
+
+    For a CUDA device and n >= :data:`BIG_N` the QR factorizations and the products run on
+    the GPU (the same construction from the same seeded Gaussians, equal up to rounding; a
+    CPU QR of order 16384 takes minutes).
+
+    Raises
+    ------
+    ValueError
+        An unknown structure; what :func:`spd` / :func:`general` raise.
+
+    Examples
+    --------
+    >>> structured("general", 3, seed=1).shape
+    torch.Size([3, 3])
+    """
+    if structure not in ("hpd", "general"):
+        raise ValueError(f"structure must be 'hpd' or 'general', got {structure!r}")
+    dev = _device(device)
+    if dev.type != "cuda" or _order(n) < BIG_N:
+        make = spd if structure == "hpd" else general
+        return make(n, batch=batch, cond=cond, dtype=dtype, device=dev, seed=seed)
+    dt = dtype_info(dtype)
+    c = torch.complex128 if dt.is_complex else torch.float64
+    g = torch.Generator().manual_seed(seed)
+
+    def haar():
+        G = torch.randn(*_batch(batch), n, n, dtype=c, generator=g)
+        Q, R = torch.linalg.qr(G.to(dev))
+        d = R.diagonal(dim1=-2, dim2=-1)
+        return Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
+
+    sigma = cond ** -(torch.arange(n, dtype=torch.float64, device=dev) / max(n - 1, 1))
+    U = haar()
+    if structure == "hpd":
+        A = (U * sigma) @ U.mH
+        return ((A + A.mH) / 2).to(dt.torch)
+    return ((U * sigma) @ haar().mH).to(dt.torch)
 
 
 def general_singular(n: int, k: int, *, batch=(), cond: float = 2.0, dtype="float64",

@@ -131,13 +131,13 @@ def run_op(op, devices=None, *, n: int = 1024, batch: int = 1, nrhs: int = 1,
         Unknown op, or one without a replay.
     """
     from . import ops
-    from .sweep.measure import input_matrix
+    from .matrices import structured
 
     o = ops.get(op)
     o.require_replay()
     opts = o.options_from(**dict(options or {}))
-    A_host = input_matrix(o.structure, n, () if batch == 1 else (batch,), 1e3, dtype, "cpu",
-                          seed)
+    A_host = structured(o.structure, n, batch=() if batch == 1 else (batch,), cond=1e3,
+                        dtype=dtype, seed=seed)
 
     def build(dev):
         inputs = ops.prepare_inputs(o, A_host.to(dev), opts=opts, nrhs=nrhs, seed=seed)

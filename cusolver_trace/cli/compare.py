@@ -88,7 +88,7 @@ def run(args) -> int:
         # read once here for its order and its batch: a batched file keeps its own batch, and
         # a --batch it does not hold is refused before any work (a --batch 1 used to be taken
         # for the default)
-        probe = spec.make(dtype=dtypes[0], device="cpu", **_structure(op)).A
+        probe = spec.make(dtype=dtypes[0], device="cpu", structure=op.structure).A
         fixed, file_batch = probe.shape[-1], tuple(probe.shape[:-2])
         del probe
     else:
@@ -123,7 +123,7 @@ def run(args) -> int:
         """The inputs of one point (seeded: the same on every call) and their label."""
         shape = () if file_batch or (batch == 1 and not args.keep_batch_dim) else (batch,)
         tm = spec.make(n=n if fixed is None else None, batch=shape, dtype=dtype, device=device,
-                       seed=args.seed, **_structure(op))
+                       seed=args.seed, structure=op.structure)
         B = None
         if op.has_rhs:
             g = torch.Generator().manual_seed(args.seed + 1)
@@ -175,10 +175,6 @@ def run(args) -> int:
             + (f" ({sum(cs.counts_as_mismatch for cs in seqs)} where the replay is exact: "
                "MISMATCH)" if any(cs.counts_as_mismatch for cs in seqs) else ""))
     return EXIT_MISMATCH if any(c.verdict == "MISMATCH" for c in results) else EXIT_OK
-
-
-def _structure(op) -> dict:  # TODO(merge): always structure=op.structure
-    return {} if op.structure == "hpd" else {"structure": op.structure}
 
 
 def _profile_last(device: str, repeat: int) -> bool:

@@ -291,22 +291,15 @@ def getrf_api(kind: str) -> str:
     return {"loop": "legacy", "batched": "batched", "magma": "legacy"}[kind]
 
 
-def solve_with(kind: str, LU, pivots, B, adjoint: bool):
+def solve_with(kind: str, LU, pivots, B, adjoint: bool, left: bool = True):
     """X from the LU factorization by the solve kind torch runs (MAGMA: cuBLAS getrsBatched,
-    as reference); B is solved as given (column-major copies are the backend's)."""
+    as reference), with torch's ``linalg_lu_solve_out`` around it (for a solve from the right,
+    X·op(A) = B, op(A)ᴴ·Xᴴ = Bᴴ: the backend's ``left``)."""
     if kind == "triangular":
-        return cuda().lu_solve_triangular(LU, pivots, B, adjoint)
-    X, _ = cuda().getrs(LU, pivots, B, adjoint, "legacy" if kind == "loop" else "batched")
+        return cuda().lu_solve_triangular(LU, pivots, B, adjoint, left=left)
+    X, _ = cuda().getrs(LU, pivots, B, adjoint, "legacy" if kind == "loop" else "batched",
+                        left=left)
     return X
-
-
-def solve_from_side(kind: str, LU, pivots, B, opts_left: bool, adjoint: bool):
-    """torch's ``linalg_lu_solve_out`` around the kernel: for a solve from the right
-    (X·op(A) = B) it solves op(A)ᴴ·Xᴴ = Bᴴ (adjoint flipped) and returns the conjugate
-    transpose of that solution."""
-    if opts_left:
-        return solve_with(kind, LU, pivots, B, adjoint)
-    return solve_with(kind, LU, pivots, B.mH, not adjoint).mH
 
 
 def solve_point(p, adjoint: bool, left: bool):

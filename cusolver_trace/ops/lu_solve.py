@@ -31,7 +31,7 @@ def _replay(combo):
     kind = combo[0]
 
     def replay(inputs, opts):
-        X = fam.solve_from_side(kind, inputs.x, inputs.pivots, inputs.B, opts.left, opts.adjoint)
+        X = fam.solve_with(kind, inputs.x, inputs.pivots, inputs.B, opts.adjoint, opts.left)
         return X, fam.zero_info(inputs)
     return replay
 

@@ -33,7 +33,7 @@ def _replay(combo):
 
         M, adjoint = fam.factor_of(inputs.x, torch.__version__)
         LU, pivots, info = fam.cuda().getrf(M, True, fam.getrf_api(fk))
-        return fam.solve_from_side(sk, LU, pivots, inputs.B, opts.left, adjoint), info
+        return fam.solve_with(sk, LU, pivots, inputs.B, adjoint, opts.left), info
     return replay
 
 

@@ -30,45 +30,11 @@ import torch
 from .. import checks, ops
 from .._dtypes import dtype_info
 from ..ceiling import ceiling, percent_of_ceiling
+from ..matrices import structured
 from ..timing import time_calls
 
 __all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
-           "default_methods", "spd_input", "input_matrix"]
-
-_BIG_N = 4096  # from here on a CUDA input's QR and products run on the GPU
-
-
-def spd_input(n, batch_shape, cond, dtype, device, seed):
-    """:func:`cusolver_trace.matrices.spd`'s construction (Haar Q·diag(σ)·Qᴴ, σ geometric
-    1 → 1/cond, seeded CPU Gaussian); for CUDA and n >= 4096 the QR and the products run on
-    the GPU (the same matrix up to rounding; a CPU QR of order 16384 would take minutes)."""
-    from ..matrices import spd
-
-    dev = torch.device(device)
-    if dev.type != "cuda" or n < _BIG_N:
-        return spd(n, batch=batch_shape, cond=cond, dtype=dtype, device=dev, seed=seed)
-    dt = dtype_info(dtype)
-    c = torch.complex128 if dt.is_complex else torch.float64
-    G = torch.randn(*batch_shape, n, n, dtype=c, generator=torch.Generator().manual_seed(seed))
-    Q, R = torch.linalg.qr(G.to(dev))
-    del G
-    d = R.diagonal(dim1=-2, dim2=-1)
-    Q = Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
-    sigma = cond ** -(torch.arange(n, dtype=torch.float64, device=dev) / max(n - 1, 1))
-    A = (Q * sigma) @ Q.mH
-    return ((A + A.mH) / 2).to(dt.torch)
-
-
-def input_matrix(structure: str, n, batch_shape, cond, dtype, device, seed):
-    """A seeded input of the op's ``structure``: :func:`spd_input` for ``"hpd"``,
-    :func:`cusolver_trace.matrices.general` for ``"general"`` (U·diag(σ)·Vᴴ, σ geometric
-    1 → 1/cond)."""
-    if structure == "hpd":
-        return spd_input(n, batch_shape, cond, dtype, device, seed)
-    from ..matrices import general
-
-    return general(n, batch=batch_shape, cond=cond, dtype=dtype, device=device, seed=seed)
-
+           "default_methods"]
 
 @dataclass
 class Case:
@@ -123,7 +89,7 @@ def make_case(op, n: int, batch: int = 1, dtype="float64", device="cpu", *,
         raise ValueError(f"n, batch and nrhs must be >= 1, got n={n} batch={batch} nrhs={nrhs}")
     name = dtype_info(dtype).name
     shape = () if batch == 1 else (batch,)
-    A = input_matrix(o.structure, n, shape, cond, name, device, seed)
+    A = structured(o.structure, n, batch=shape, cond=cond, dtype=name, device=device, seed=seed)
     inputs = ops.prepare_inputs(o, A, opts=opts, nrhs=nrhs, seed=seed)
     return Case(o, n, batch, name, str(A.device), opts, nrhs, inputs)
 

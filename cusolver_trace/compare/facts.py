@@ -170,6 +170,12 @@ def same_bits(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a.cpu(), b.cpu()))
 
 
+def matrix_view(t):
+    """``t`` as matrices for the difference metrics: a result of scalars or vectors per
+    batch member (det, slogdet) as one row."""
+    return t if t.ndim >= 2 else t.reshape(1, -1)
+
+
 def first_failure(info):
     return next(((i, v) for i, v in enumerate(info) if v), None)
 
@@ -255,7 +261,7 @@ def measure(op, inputs, opts, run, *, exact: bool) -> Facts:
         f.bitwise = len(tp) == len(rp) and all(same)
         f.parts_equal = {name: s for name, s in zip(op.outputs[1:], same[1:])}
     if f.compared:
-        t, r = parts(run.t_out)[0], parts(run.r_out)[0]
+        t, r = (matrix_view(parts(x)[0]) for x in (run.t_out, run.r_out))
         f.nan_mismatches = checks.nan_mismatches(t, r)
         f.max_abs = float(checks.max_abs_diff(t, r))
         f.max_ulp = int(checks.max_ulp_distance(t, r))
@@ -317,7 +323,7 @@ def healthy_members_agree(op, inputs, opts, run, f: Facts, exact: bool) -> bool 
         return True
     if exact:
         return False
-    t0, r0 = parts(t)[0], parts(r)[0]
+    t0, r0 = matrix_view(parts(t)[0]), matrix_view(parts(r)[0])
     if checks.nonfinite_count(t0) or checks.nonfinite_count(r0):
         return checks.nan_mismatches(t0, r0) == 0 and nonfinite_alike(t0, r0)
     sub = inputs.members(idx)

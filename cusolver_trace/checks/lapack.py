@@ -175,8 +175,9 @@ def get01(A, LU, pivots) -> BatchMax:
     Raises
     ------
     ValueError
-        Shapes that do not match; TypeError: dtypes that differ or are unsupported,
-        non-integer pivots.
+        Shapes that do not match.
+    TypeError
+        Dtypes that differ or are unsupported; non-integer pivots.
 
     Examples
     --------
@@ -238,6 +239,13 @@ def get02(A, X, B, adjoint: bool = False) -> BatchMax:
         ‖xⱼ‖₁ = 0 (LAPACK assigns 1/eps there; this takes the max with the other
         columns, so a zero column never hides a worse one).
 
+    Raises
+    ------
+    ValueError
+        Shapes that do not match.
+    TypeError
+        Dtypes that differ or are unsupported.
+
     Examples
     --------
     >>> from cusolver_trace.checks import THRESHOLD
@@ -288,6 +296,13 @@ def get03(A, Ainv) -> BatchMax:
     -------
     BatchMax
         0 for n = 0; 1/eps where ‖A‖₁ = 0 or ‖A⁻¹‖₁ = 0 (as ``dget03``).
+
+    Raises
+    ------
+    ValueError
+        A or Ainv not square.
+    TypeError
+        Dtypes that differ or are unsupported.
 
     Examples
     --------

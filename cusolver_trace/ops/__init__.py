@@ -27,8 +27,8 @@ import importlib
 import pkgutil
 
 from ._model import (ANY, FROM_2_12, FROM_2_13, PREFERENCES, UP_TO_2_11, UP_TO_2_12,
-                     DispatchRule, Inputs, Method, Op, OpError, Option, Options, Point,
-                     TorchPath, When, bool_option, check_preferred, current_preference,
+                     DispatchRule, Inputs, LazyMethods, Method, Op, OpError, Option, Options,
+                     Point, TorchPath, When, bool_option, check_preferred, current_preference,
                      member_count, parse_version, preferred_library)
 
 __all__ = ["Op", "OpError", "Option", "Options", "Point", "DispatchRule", "When", "Inputs",
@@ -36,7 +36,7 @@ __all__ = ["Op", "OpError", "Option", "Options", "Point", "DispatchRule", "When"
            "prepare_inputs", "parse_version", "preferred_library", "current_preference",
            "PREFERENCES", "check_preferred", "bool_option", "member_count", "ANY",
            "UP_TO_2_11", "UP_TO_2_12", "FROM_2_12", "FROM_2_13", "TORCH", "TORCH_CUSOLVER",
-           "REPLAY", "all_options"]
+           "REPLAY", "all_options", "check_methods", "LazyMethods"]
 
 _REGISTRY: dict[str, Op] = {}
 _loaded = False
@@ -70,6 +70,15 @@ def register(op: Op) -> Op:
         raise OpError(f"{op.name}: takes must name 'A' (the matrix the checks refer to)")
     if not all(isinstance(o, Option) for o in op.options):
         raise OpError(f"{op.name}: options must be Option objects")
+    if not isinstance(op.methods, LazyMethods):   # lazy ones are checked by the tests
+        check_methods(op)
+    _REGISTRY[op.name] = op
+    return op
+
+
+def check_methods(op: Op) -> None:
+    """Raise :class:`OpError` unless every method is under its own name and every default
+    method is one of the op's."""
     for name, m in op.methods.items():
         if name != m.name:
             raise OpError(f"{op.name}: method key {name!r} names method {m.name!r}")
@@ -77,8 +86,6 @@ def register(op: Op) -> Op:
         missing = [m for m in default if m not in op.methods]
         if missing:
             raise OpError(f"{op.name}: default methods {missing} for {dev} are not in its methods")
-    _REGISTRY[op.name] = op
-    return op
 
 
 def unregister(name: str) -> None:

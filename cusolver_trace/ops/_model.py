@@ -414,6 +414,31 @@ class Method:
         return self.resolve(inputs) if self.resolve is not None else self.name
 
 
+class LazyMethods(Mapping):
+    """An op's methods built on first use by ``factory() -> dict`` (the methods of an
+    implementation table import the array routines, which listing the ops must not)."""
+
+    def __init__(self, factory: Callable):
+        self._factory, self._methods = factory, None
+
+    def _load(self) -> dict:
+        if self._methods is None:
+            self._methods = dict(self._factory())
+        return self._methods
+
+    def __getitem__(self, k):
+        return self._load()[k]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self):
+        return len(self._load())
+
+    def __repr__(self):
+        return f"LazyMethods({'loaded' if self._methods is not None else 'not loaded'})"
+
+
 # --------------------------------------------------------------------------- the op
 @dataclass(frozen=True)
 class Op:
@@ -488,8 +513,9 @@ class Op:
         A count every method of the op also does (``"potrf"`` for A → A⁻¹).
     hermitian_result : bool
         The result is a Hermitian matrix (report its asymmetry).
-    methods : dict
-        ``name -> Method`` for sweeps.
+    methods : dict or callable
+        ``name -> Method`` for sweeps; a callable returning that dict is called on first use
+        (:class:`LazyMethods`).
     default_methods : dict
         ``"cuda"`` / ``"cpu"`` -> tuple of method names a sweep runs when none are named.
     """
@@ -522,6 +548,10 @@ class Op:
     hermitian_result: bool = False
     methods: dict = field(default_factory=dict)
     default_methods: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if callable(self.methods) and not isinstance(self.methods, Mapping):
+            object.__setattr__(self, "methods", LazyMethods(self.methods))
 
     # -- options -----------------------------------------------------------------------
     def option(self, name: str) -> Option:

@@ -98,7 +98,7 @@ OP = register(Op(
     nonfinite_note=fam.NONFINITE_NOTE,
     yardstick="potri",
     hermitian_result=True,
-    methods=_methods(),
+    methods=_methods,
     default_methods={"cuda": ("torch", "potri", "trsm_batched", "trtri_lauum", "rec_trtri_lauum",
                               "gemm_lauum", "auto"),
                      "cpu": ("torch", "potrs", "potri")},

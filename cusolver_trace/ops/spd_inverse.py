@@ -70,7 +70,7 @@ OP = register(Op(
     yardstick="potri",
     plus_count="potrf",
     hermitian_result=True,
-    methods=_methods(),
+    methods=_methods,
     default_methods={"cuda": ("torch", "potrf_trsm_batched", "rec_trtri_lauum", "gemm_lauum"),
                      "cpu": ("torch", "potri")},
 ))

@@ -203,6 +203,78 @@ def _echo(stream, lines) -> None:
     stream.flush()
 
 
+def command_inputs(command: Sequence[str]) -> list[str]:
+    """Files a command reads, as far as its words say: the program (found on ``PATH``) and
+    every argument that names an existing regular file (``prog.py``, a data file).
+
+    Parameters
+    ----------
+    command : sequence of str
+        The program and its arguments.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> command_inputs(["no-such-program-xyz", "-c", "print(1)"])
+    []
+    """
+    import shutil
+
+    words = list(command)
+    found = [shutil.which(words[0]) or words[0]] + words[1:] if words else []
+    out = []
+    for w in found:
+        try:
+            if os.path.isfile(w):
+                out.append(w)
+        except (ValueError, OSError):  # a NUL in an argument, a name too long
+            continue
+    return out
+
+
+def whole_writes():
+    """Context manager: ``sys.stdout`` goes through a buffered writer while it is active.
+
+    With ``PYTHONUNBUFFERED`` (or ``-u``) ``sys.stdout`` writes straight to the file
+    descriptor, and a write that the pipe takes only in part (the reader left: ``| head
+    -c 10``) loses the rest without an error. A buffered writer writes everything or
+    raises ``BrokenPipeError`` (the commands then exit with 141). Line-buffered, so the
+    output still appears as it is produced. Leaving the block flushes (and may raise
+    ``BrokenPipeError``); ``sys.stdout`` is restored either way.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+    """
+    import contextlib
+    import io
+
+    @contextlib.contextmanager
+    def manager():
+        out = sys.stdout
+        raw = getattr(out, "buffer", None)
+        if not isinstance(raw, io.RawIOBase):  # already buffered, or not a real file
+            yield
+            return
+        wrapped = io.TextIOWrapper(io.BufferedWriter(raw), encoding=out.encoding,
+                                   errors=out.errors, line_buffering=True)
+        sys.stdout = wrapped
+        try:
+            yield
+            wrapped.flush()
+        finally:
+            sys.stdout = out
+            try:
+                wrapped.detach().detach()  # leaves the raw stream open
+            except (OSError, ValueError):  # the reader went away: what is left is lost
+                pass
+
+    return manager()
+
+
 def _same_file(a: str, b: str) -> bool:
     """``a`` and ``b`` are one regular file (or one path that does not exist yet);
     devices such as ``/dev/null`` may be shared."""
@@ -267,7 +339,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]cusolver-trace trace: error: {escape(msg)}[/red]", soft_wrap=True)
 
     try:
-        return _run(args, say)
+        with whole_writes():
+            return _run(args, say)
     except _Failure as e:
         say(str(e))
         return e.code
@@ -356,9 +429,13 @@ def _run(args: argparse.Namespace, say) -> int:
         if problem:
             raise _Failure(problem)
     inputs = [("--from-log", args.from_log)] if args.from_log else []
+    inputs += [("the command", p) for p in command_inputs(command)]
     for i, (option, path) in enumerate(outputs):
         for other, other_path in outputs[i + 1:] + inputs:
             if _same_file(path, other_path):
+                if other == "the command":
+                    raise _Failure(f"{option} {path} is a file the command reads "
+                                   f"({other_path}); it would be overwritten")
                 raise _Failure(f"{option} and {other} name the same file: {path}")
 
     if args.from_log:

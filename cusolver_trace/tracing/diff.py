@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,7 +143,10 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
         trace = trace.to_dict(compact=True)
     nodes = _nodes(trace, where)
     if section is not None:
-        sections = trace.get("sections") or []
+        sections = trace.get("sections")
+        sections = [] if sections is None else sections
+        if not isinstance(sections, list) or any(not isinstance(x, str) for x in sections):
+            raise TraceInputError(f"{where}: 'sections' is not a list of section labels")
         if section not in sections:
             known = "; ".join(map(str, sections)) or "(none)"
             raise TraceInputError(f"{where}: no section {section!r} (sections: {known})")
@@ -167,8 +171,8 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
         if kind == "setup" and not all:
             return
         key_args = tuple((str(k), _enc(v)) for k, v in args.items())
-        self_ms = node.get("self_gpu_ms")
-        per = self_ms / count if isinstance(self_ms, (int, float)) and count else None
+        self_ms = _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
+        per = self_ms / count if self_ms is not None and count else None
         for _ in range(count):
             if len(out) >= _MAX_CALLS:
                 raise TraceInputError(f"{where}: more than {_MAX_CALLS} calls once the counts "
@@ -183,6 +187,36 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
     except RecursionError:
         raise TraceInputError(f"{where}: call nodes nested too deeply") from None
     return out
+
+
+#: A GPU time above this (ms; about 30 years) is not a measurement.
+_MAX_MS = 1e12
+
+
+def _ms(value: Any, what: str) -> float | None:
+    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number, else a float.
+
+    Raises
+    ------
+    TraceInputError
+        For a number that is negative, not finite, or too large to be a time
+        (``10**400``, ``1e999``): one line naming it.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        ms = float(value)
+    except OverflowError:
+        ms = math.inf
+    if not (0.0 <= ms <= _MAX_MS):
+        if isinstance(value, float):
+            shown = f"{value:.3g}"
+        elif abs(value) < 10**20:
+            shown = str(value)
+        else:  # str() of a huge int may be refused (sys.get_int_max_str_digits)
+            shown = f"an integer of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+        raise TraceInputError(f"{what} is {shown}: not a GPU time in ms")
+    return ms
 
 
 def load_trace_json(path: str | os.PathLike) -> dict:
@@ -380,7 +414,7 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
             added += 1
     outside = None
     if section_a is None and section_b is None:  # summaries cover whole traces only
-        oa, ob = _outside(a), _outside(b)
+        oa, ob = _outside(a, "A"), _outside(b, "B")
         if oa != (None, None) or ob != (None, None):
             outside = {"gpu_ms_a": oa[0], "gpu_ms_b": ob[0], "kernels_a": oa[1],
                        "kernels_b": ob[1]}
@@ -388,15 +422,15 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
                      _by_routine(fa, fb), outside)
 
 
-def _outside(trace: Any) -> tuple:
+def _outside(trace: Any, where: str) -> tuple:
     """``(GPU ms, kernels)`` outside any library call, from a trace JSON's timed summary
     (MAGMA and ATen kernels: what a path that logs no call spends), else ``(None, None)``."""
     summary = trace.get("summary") if isinstance(trace, dict) else None
     if not isinstance(summary, dict) or not summary.get("timed"):
         return None, None
     ms, k = summary.get("outside_gpu_ms"), summary.get("outside_kernels")
-    return (float(ms) if isinstance(ms, (int, float)) else None,
-            int(k) if isinstance(k, int) else None)
+    return (_ms(ms, f"{where}: summary.outside_gpu_ms"),
+            k if isinstance(k, int) and not isinstance(k, bool) else None)
 
 
 def calls_equal(trace_a: Any, trace_b: Any, *, all: bool = False) -> tuple[bool, CallDifference | None]:

@@ -54,6 +54,7 @@ from typing import Any, Iterator
 
 __all__ = [
     "ApiCall",
+    "LOG_HEADER",
     "OutputLine",
     "LogReadError",
     "ParsedLog",
@@ -426,6 +427,8 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
         if line is None:
             break
         lineno = stream.lineno
+        if lineno == 1 and line.startswith(_HEADER_TEXT):
+            continue  # run_traced's own first line: not the program's
         m = _SOLVER_RE.match(line)
         if m:
             rest = m.group("rest") or ""
@@ -513,6 +516,11 @@ _BINARY_BYTES_RE = re.compile(rb"[\x00-\x06\x0e-\x1a\x1c-\x1f]")
 #: C1 control characters (U+0080..U+009F, properly UTF-8 encoded): not text either.
 _BINARY_CHARS_RE = re.compile("[\x80-\x9f]")
 _GZIP_MAGIC = b"\x1f\x8b"
+#: First bytes of a log that :func:`~.runner.run_traced` wrote (``--keep-log``): the rest of
+#: that line is the command as JSON, then comes the program's stdout byte for byte. Such a
+#: file is read whatever it holds (a program may print NUL bytes): it is a log by origin.
+LOG_HEADER = b"#cusolver-trace-log 1: "
+_HEADER_TEXT = LOG_HEADER.decode()
 
 
 class _Guarded(io.RawIOBase):
@@ -563,7 +571,9 @@ def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True
     ----------
     fh : binary file object
         Read from its current position to the end. Bytes are decoded as UTF-8, invalid sequences
-        replaced; lines end at ``\\n``, ``\\r\\n`` or ``\\r``.
+        replaced; lines end at ``\\n``, ``\\r\\n`` or ``\\r``. A file that starts with
+        :data:`LOG_HEADER` (written by :func:`~.runner.run_traced`) is read as text whatever it
+        holds; its header line is not program output.
     name : str
         What to call the file in error messages.
     nest : bool
@@ -588,7 +598,12 @@ def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True
     buffered = fh if hasattr(fh, "peek") else io.BufferedReader(fh)
     src = buffered
     if decompress and buffered.peek(2)[:2] == _GZIP_MAGIC:
-        src = gzip.GzipFile(fileobj=buffered, mode="rb")
+        src = io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb"))
+    try:
+        if src.peek(len(LOG_HEADER))[:len(LOG_HEADER)] == LOG_HEADER:
+            text_only = False  # a captured stdout: whatever the program printed is kept
+    except (EOFError, gzip.BadGzipFile, zlib.error):
+        pass  # damaged gzip data: reported by the reads below
     raw = _Guarded(src, name, text_only)
     text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace",
                             newline="")

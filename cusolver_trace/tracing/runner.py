@@ -12,6 +12,10 @@ is still in its buffer when it crashes is lost.
 
 The child's stdout goes to a file (``log_path`` or a temporary file), never
 into memory, and is parsed line by line; stderr goes to another temporary file.
+The file's first line (:data:`~.logparse.LOG_HEADER`, then the command as JSON) says
+that it is a program's captured stdout, so that ``--from-log`` reads it back whatever
+bytes the program printed (a NUL, a binary dump); the program's stdout follows byte
+for byte, and record line numbers are line numbers in that file.
 
 The program runs in a session (and process group) of its own, so a time limit
 ends everything it started: SIGTERM to the whole group, a short grace period,
@@ -20,6 +24,7 @@ then SIGKILL to whatever is left of it.
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import shlex
@@ -30,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .logparse import ParsedLog, read_log
+from .logparse import LOG_HEADER, ParsedLog, read_log
 from .model import Trace, signal_name
 
 __all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env", "ProgramStartError",
@@ -234,7 +239,8 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
     argv : sequence of str
         The program, e.g. ``["python3", "script.py", "--n", "256"]``.
     log_path : path, optional
-        Keep the raw stdout (records and program output, in order) in this file;
+        Keep the raw stdout (records and program output, in order) in this file, after
+        one header line (:data:`~.logparse.LOG_HEADER` and the command as JSON);
         by default a temporary file is used and deleted.
     env : mapping, optional
         Extra environment variables, added to ``os.environ``; the logger
@@ -278,9 +284,11 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
         out = os.fdopen(fd, "w+b")
     timed_out = False
     notes: list[str] = []
-    t0 = time.perf_counter()
     try:
         with out, tempfile.TemporaryFile() as err:
+            out.write(LOG_HEADER + json.dumps(argv).encode() + b"\n")
+            out.flush()
+            t0 = time.perf_counter()
             proc = _start(argv, stdout=out, stderr=err, env=logger_env(env), cwd=cwd)
             try:
                 returncode = proc.wait(timeout=timeout)

@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _write_json(trace, path: str, console, *, full: bool = False, summary=None) -> None:
     from rich.markup import escape
 
-    text = trace.to_json(compact=not full, records=full, summary=summary)
+    text = trace.to_json(full=full, summary=summary)
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -479,11 +479,12 @@ def _run(args: argparse.Namespace, say) -> int:
             unprofiled_s = plain.wall_s
         with tempfile.TemporaryDirectory(prefix="cusolver-trace-prof-") as prof_dir:
             argv, why_not = (None, "--no-timing was given") if no_timing else \
-                program_command(command, prof_dir)
+                program_command(command, prof_dir, all_ops="op" in by)
             result = run_traced(argv or command, log_path=args.keep_log, timeout=args.timeout)
             result.argv = list(command)
             argv_profiled = argv is not None
-            timing_notes, timing = _program_timing(result, prof_dir if argv else None, why_not)
+            timing_notes, activities, cost = _program_timing(result, prof_dir if argv else None,
+                                                             why_not)
     except ProgramStartError as e:
         raise _Failure(e.strerror or str(e), e.exit_status) from None
     except OSError as e:
@@ -508,8 +509,10 @@ def _run(args: argparse.Namespace, say) -> int:
         trace = result.to_trace()
     trace.wall_s, trace.wall_s_unprofiled = result.wall_s, unprofiled_s
     trace.notes.extend(timing_notes)
-    if timing is not None:
-        trace.outside_kernels, trace.gpu_events = timing
+    trace.tracing_s = {**cost, "log parsing": result.parse_s}
+    if activities is not None:
+        mine = {id(r) for r in trace.records()}
+        trace.activities = [a for a in activities if a.parent is None or id(a.parent) in mine]
     else:
         trace.why_no_times = (timing_notes[0].removeprefix("no per-call GPU time: ")
                               if timing_notes else "not measured")
@@ -554,25 +557,21 @@ def _finish_outputs(trace, args, out, summary, chrome: str | None, full: bool) -
 def _program_timing(result, prof_dir: str | None, why_not: str | None):
     """Per-call GPU times of a program run through the bootstrap.
 
-    Returns ``(notes, (outside_kernels, gpu_events) | None)``; sets the records'
-    kernels / op / where / span in place."""
-    from .program import apply_timing, attribute_program, load_program_profile
+    Returns ``(notes, activities | None, tracing_s)``; sets the records' kernels / op /
+    where / span in place."""
+    from .program import attach, load_profile
 
     if prof_dir is None:
-        return [f"no per-call GPU time: {why_not}"], None
-    prof = load_program_profile(prof_dir)
-    if not prof.timing:
-        return [f"no per-call GPU time: {prof.why}"], None
+        return [f"no per-call GPU time: {why_not}"], None, {}
+    status, profile = load_profile(prof_dir)
+    cost = {k: v for k, v in (status.get("tracing_s") or {}).items() if k != "events"}
+    if not status.get("timing"):
+        return [f"no per-call GPU time: {status.get('why')}"], None, cost
     notes: list[str] = []
-    timing = attribute_program(prof.events)
-    outside = apply_timing(result.log.records, timing, prof.sources, notes)
-    if outside is None:
-        return notes, None
-    if not prof.cuda:  # ops and source lines are known, GPU times are not
-        for r in result.log.records:
-            r.kernels = None
-        return [f"no per-call GPU time: {prof.why}"], None
-    return notes, (outside, timing.gpu)
+    activities = attach(result.log.records, profile, notes, gpu=bool(status.get("cuda")))
+    if not status.get("cuda"):  # ops and source lines are known, GPU times are not
+        return notes + [f"no per-call GPU time: {status.get('why')}"], None, cost
+    return notes, activities, cost
 
 
 def main(argv: Sequence[str] | None = None) -> int:

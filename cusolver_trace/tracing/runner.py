@@ -99,6 +99,7 @@ class TraceRun:
     log_path : str | None  where the raw stdout was kept (only if asked for)
     timed_out : bool       killed by :func:`run_traced` after ``timeout`` seconds
     wall_s : float         wall-clock run time in seconds
+    parse_s : float        seconds spent parsing the log
     """
 
     argv: list[str]
@@ -109,6 +110,7 @@ class TraceRun:
     timed_out: bool = False
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    parse_s: float = 0.0
 
     @property
     def signal(self) -> int | None:
@@ -229,9 +231,23 @@ def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> int:
     return proc.wait()
 
 
+def _wait(proc: subprocess.Popen, timeout: float | None, stop) -> int:
+    """``proc.wait(timeout)``, also ended (``TimeoutExpired``) when ``stop`` is set."""
+    if stop is None:
+        return proc.wait(timeout=timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
+        try:
+            return proc.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                raise
+
+
 def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None,
                env: Mapping[str, str] | None = None, timeout: float | None = None,
-               cwd: str | os.PathLike | None = None) -> TraceRun:
+               cwd: str | os.PathLike | None = None, stop=None) -> TraceRun:
     """Run ``argv`` with both API loggers on and parse the records it logged.
 
     Parameters
@@ -251,6 +267,8 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
         logged is kept.
     cwd : path, optional
         Working directory of the program.
+    stop : threading.Event, optional
+        When it is set (from another thread), the program is ended as at its time limit.
 
     Returns
     -------
@@ -291,7 +309,7 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
             t0 = time.perf_counter()
             proc = _start(argv, stdout=out, stderr=err, env=logger_env(env), cwd=cwd)
             try:
-                returncode = proc.wait(timeout=timeout)
+                returncode = _wait(proc, timeout, stop)
             except subprocess.TimeoutExpired:
                 returncode = _kill_group(proc)
                 timed_out = True
@@ -304,6 +322,7 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
             # Read back through our own handle: the program may have removed or
             # renamed the file. Whatever it wrote is parsed, text or not.
             out.seek(0)
+            t1 = time.perf_counter()
             try:
                 log = read_log(out, name=out_path, text_only=False, decompress=False)
             except OSError as e:
@@ -315,6 +334,7 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
                 os.unlink(out_path)
             except OSError:
                 pass
-    run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall)
+    run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall,
+                   parse_s=time.perf_counter() - t1)
     run.notes = notes + _notes(run)
     return run

@@ -111,7 +111,9 @@ def test_attach_and_tree_times():
     assert "ldb=256  [GPU 0.1712 ms, 15 kernels (own 0.0006 ms, 1)]" in text
     assert "5 GPU activities" in text and "outside" in text
     d = json.loads(t.to_json())
-    node = d["calls"][[n["function"] for n in d["calls"]].index("cusolverDnXpotrs")]
+    (sec,) = d["calls"]  # the section's calls, in one {"section": ..., "calls": [...]} item
+    assert sec["section"] == SECTION
+    node = sec["calls"][[n["function"] for n in sec["calls"]].index("cusolverDnXpotrs")]
     assert node["kernels"] == 15 and node["self_kernels"] == 1
     assert node["children"][0]["gpu_ms"] == pytest.approx(trsm_n.gpu_ms)
     assert d["summary"]["attributed_kernels"] == 15 and d["summary"]["outside_kernels"] == 5

@@ -341,9 +341,9 @@ def test_property_from_log_exits_0_or_2_and_leaves_the_file_alone(capsys, conten
 
 def _count(node: dict) -> int:
     """Calls a JSON tree item stands for: a node's ``count`` repeats, each with the calls
-    nested in it; a folded loop's ``repeat`` times its calls."""
-    if "repeat" in node:
-        return node["repeat"] * sum(_count(c) for c in node["calls"])
+    nested in it; a folded loop's ``repeat`` times its calls; a section's calls."""
+    if "function" not in node:  # a folded loop, or a section's calls
+        return node.get("repeat", 1) * sum(_count(c) for c in node["calls"])
     return node["count"] * (1 + sum(_count(c) for c in node.get("children", [])))
 
 

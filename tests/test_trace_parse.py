@@ -316,9 +316,11 @@ def test_json_schema_round_trip(log):
                       "signal", "signal_name", "exit_status", "wall_s", "tracing_s"}
     assert d["schema"] == "cusolver-trace/trace/2" and d["format"] == "compact"
     assert json.loads(t.to_json()) == d
-    node = next(n for n in d["calls"] if n.get("function") == "cusolverDnXpotrs")
-    # keys with default values are left out: no kind (compute), no times (a log has none)
-    assert set(node) == {"library", "function", "count", "args", "section", "line", "children"}
+    (sec,) = d["calls"]  # one section: its calls in one item
+    assert set(sec) == {"section", "calls"}
+    node = next(n for n in sec["calls"] if n.get("function") == "cusolverDnXpotrs")
+    # no kind (it follows from the function), no times (a log has none)
+    assert set(node) == {"library", "function", "count", "args", "line", "children"}
     assert node["count"] == 64 and node["library"] == "cuSOLVER"
     assert node["args"]["uplo"] == "UPPER" and node["args"]["dataTypeA"] == "CUDA_C_64F"
     assert [c["function"] for c in node["children"]] == ["cublasZtrsm_v2_64"] * 2
@@ -364,7 +366,7 @@ def test_cli_from_log_section(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "cusolverDnXpotrs" in printed and printed.count("cublasDtrsm_v2_64") == 2
     d = json.loads(out.read_text())
-    assert [n["function"] for n in d["calls"]] == [
+    assert [n["function"] for n in d["calls"][0]["calls"]] == [
         "cusolverDnSetStream", "cusolverDnCreateParams", "cusolverDnXpotrs", "cusolverDnDestroyParams"]
 
 

@@ -3,7 +3,8 @@
 A trace JSON (``cusolver-trace trace --json``, any of its forms, or ``Trace.to_dict()``) is
 expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
 cuBLAS calls nested under a cuSOLVER call follow it (one level deeper), a folded loop
-``{"repeat": k, "calls": [...]}`` is its calls k times. Each call is compared by library,
+``{"repeat": k, "calls": [...]}`` is its calls k times, ``{"section": label, "calls": [...]}``
+its calls (in that section). Each call is compared by library,
 function, nesting depth and every typed (non-pointer) argument; pointers, log line
 numbers, section labels and times are not compared. Setup calls (handles, streams, params,
 math mode) are left out unless ``all=True``.
@@ -27,6 +28,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from ._hook import call_kind
 
 __all__ = ["TraceInputError", "FlatCall", "CallDifference", "TraceDiff", "load_trace_json",
            "flatten", "diff_traces", "calls_equal", "MAX_EDITS"]
@@ -160,48 +163,81 @@ class _Flat:
         self.intern, self.all, self.section, self.where = intern, all, section, where
         self._calls: dict = {}
         try:
-            self.calls, self.ids = self._expand(nodes, 0, 1)
+            self.calls, self.ids = self._expand(nodes, 0, 1, None)
         except RecursionError:
             raise TraceInputError(f"{where}: call nodes nested too deeply") from None
 
-    def _expand(self, items: list, depth: int, mult: int) -> tuple[list, list]:
+    def _expand(self, items: list, depth: int, mult: int, within) -> tuple[list, list]:
         calls: list = []
         ids: list = []
-        where = self.where
+        where, memo, intern = self.where, self._calls, self.intern
         for node in items:
-            if not isinstance(node, dict):
+            if type(node) is not dict:
                 raise TraceInputError(f"{where}: a call node is not an object")
-            if "repeat" in node and "function" not in node:  # a folded loop
-                k = _count(node["repeat"], "repeat count", where)
-                body = node.get("calls")
-                if not isinstance(body, list):
-                    raise TraceInputError(f"{where}: malformed loop block (needs repeat, calls)")
-                sub_calls, sub_ids = self._expand(body, depth, mult * max(k, 1))
+            if "function" not in node and ("repeat" in node or "section" in node):
+                body = node.get("calls")  # a folded loop, or the calls of a section
+                if not isinstance(body, list) or "repeat" in node and "section" in node:
+                    raise TraceInputError(f"{where}: malformed block (needs repeat or section, "
+                                          f"and calls)")
+                k = _count(node.get("repeat", 1), "repeat count", where)
+                label = node.get("section", within)
+                if not isinstance(label, (str, type(None))):
+                    raise TraceInputError(f"{where}: a section label is not a string")
+                sub_calls, sub_ids = self._expand(body, depth, mult * max(k, 1), label)
                 self._grow(len(calls) + len(sub_calls) * k)
                 calls += sub_calls * k
                 ids += sub_ids * k
                 continue
             fn, lib = node.get("function"), node.get("library")
-            args, children = node.get("args", {}), node.get("children", [])
-            if not isinstance(fn, str) or not isinstance(lib, str) or not isinstance(args, dict) \
-                    or not isinstance(children, list):
+            args, children = node.get("args", {}), node.get("children", ())
+            if type(fn) is not str or type(lib) is not str or type(args) is not dict \
+                    or not isinstance(children, (list, tuple)):
                 raise TraceInputError(f"{where}: malformed call node (needs library, function, "
                                       f"count, args, children)")
-            count = _count(node.get("count", 1), "call node (count)", where)
-            if self.section is not None and node.get("section") != self.section:
+            count = node.get("count", 1)
+            if type(count) is not int or not 0 <= count <= _MAX_COUNT:
+                count = _count(count, "call node (count)", where)
+            section = node.get("section", within)
+            if self.section is not None and section != self.section:
                 continue
-            if node.get("kind", "compute") == "setup" and not self.all:
+            if not self.all and (node.get("kind") or call_kind(fn)) == "setup":
                 continue
-            self_ms = _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
-            per = self_ms / (count * mult) if self_ms is not None and count else None
-            key = (lib, fn, depth, tuple((str(k), _value(v)) for k, v in args.items()))
-            ident = self.intern.setdefault(key, len(self.intern))
-            fc = self._calls.setdefault((ident, node.get("section"), per), FlatCall(
-                lib, fn, depth, key[3], node.get("section"), per))
-            ch_calls, ch_ids = self._expand(children, depth + 1, mult * max(count, 1))
+            self_ms = node.get("self_gpu_ms")
+            per = None
+            if self_ms is not None:
+                self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
+                per = self_ms / (count * mult) if self_ms is not None and count else None
+            # one dictionary look-up per node: the argument values with their types (1,
+            # 1.0 and true are equal in Python, not in the trace)
+            values = tuple(args.values())
+            try:
+                quick = (lib, fn, depth, tuple(args), values, tuple(map(type, values)), section, per)
+                fc, ident = memo[quick]
+            except TypeError:  # an unhashable value (a list): through its JSON text
+                quick = None
+                fc = None
+            except KeyError:
+                fc = None
+            if fc is None:
+                key = (lib, fn, depth, tuple((str(k), _value(v)) for k, v in args.items()))
+                ident = intern.setdefault(key, len(intern))
+                fc = FlatCall(lib, fn, depth, key[3], section, per)
+                if quick is not None:
+                    memo[quick] = (fc, ident)
+            if not children:
+                if count == 1:
+                    calls.append(fc)
+                    ids.append(ident)
+                    continue
+                self._grow(len(calls) + count)
+                calls += [fc] * count
+                ids += [ident] * count
+                continue
+            ch_calls, ch_ids = self._expand(children, depth + 1, mult * max(count, 1), section)
             self._grow(len(calls) + (1 + len(ch_calls)) * count)
             calls += ([fc] + ch_calls) * count
             ids += ([ident] + ch_ids) * count
+        self._grow(len(calls))
         return calls, ids
 
     def _grow(self, n: int) -> None:

@@ -90,14 +90,14 @@ class CallNode:
         return f"{self.function}{times}  {args}".rstrip()
 
     def to_dict(self) -> dict:
-        """The node as the trace JSON holds it: keys with default values are left out
-        (``kind`` when ``compute``, ``section`` when none, times when not measured)."""
+        """The node as the trace JSON holds it: ``function``, ``library``, ``count``, ``args``,
+        ``line``; ``op`` / ``where`` / ``code`` when known, times when measured, ``children``
+        when there are nested calls. (The kind follows from the function; the section from
+        the section the node is listed in.)"""
         c = self.call
         d: dict = {"function": c.name, "library": c.library, "count": self.count,
                    "args": self.args, "line": self.lines[0] if self.lines else c.line}
-        if c.kind != "compute":
-            d["kind"] = c.kind
-        for key in ("section", "op", "where", "code"):
+        for key in ("op", "where", "code"):
             value = getattr(c, key)
             if value is not None:
                 d[key] = value
@@ -393,19 +393,16 @@ class Trace:
             out[k.library] = out.get(k.library, 0.0) + k.gpu_ms
         return {lib: out[lib] for lib in LIBRARIES if lib in out}
 
-    def folded(self) -> list:
+    def folded(self) -> list[tuple[str | None, list]]:
         """The call tree as the JSON holds it: every call (setup too), identical neighbours
-        collapsed, loops folded (:func:`fold_repeats`) within each run of one section."""
-        nodes = build_tree(self.calls or [])
+        collapsed, loops folded (:func:`fold_repeats`), per run of one section: a list of
+        ``(section label or None, items)``."""
         out: list = []
-        run: list[CallNode] = []
-        for n in nodes + [None]:
-            if run and (n is None or n.call.section != run[-1].call.section):
-                out += fold_repeats(run)
-                run = []
-            if n is not None:
-                run.append(n)
-        return out
+        for n in build_tree(self.calls or []):
+            if not out or out[-1][0] != n.call.section:
+                out.append((n.call.section, []))
+            out[-1][1].append(n)
+        return [(label, fold_repeats(run)) for label, run in out]
 
     @property
     def signal_name(self) -> str | None:
@@ -422,10 +419,11 @@ class Trace:
     def to_dict(self, *, full: bool = False, summary=None) -> dict:
         """JSON-ready dict (schema ``cusolver-trace/trace/2``).
 
-        By default (``format: "compact"``): the folded call tree (``calls``: nodes, and
-        blocks ``{"repeat": k, "calls": [...]}`` for loops), the summary, and the
-        activities outside library calls aggregated per name (``outside_kernels``: count,
-        total and mean ms). ``full`` adds every record (``records``, with pointers and
+        By default (``format: "compact"``): the folded call tree (``calls``: nodes
+        (:meth:`CallNode.to_dict`), blocks ``{"repeat": k, "calls": [...]}`` for loops, and
+        ``{"section": label, "calls": [...]}`` for the calls of a ``#### label`` section),
+        the summary, and the activities outside library calls aggregated per name
+        (``outside_kernels``: count, total and mean ms). ``full`` adds every record (``records``, with pointers and
         its activities), every activity (``activities``), all activities per name
         (``kernels``), and the program's output.
 
@@ -451,7 +449,7 @@ class Trace:
             "schema": SCHEMA,
             "format": "full" if full else "compact",
             "label": self.label,
-            "calls": None if self.calls is None else [x.to_dict() for x in self.folded()],
+            "calls": None if self.calls is None else _calls_json(self.folded()),
             "summary": summary.to_dict(),
             "outside_kernels": None if outside is None else
             [k.to_dict() for k in kernel_stats(outside)],
@@ -478,7 +476,7 @@ class Trace:
         return d
 
     def to_json(self, *, full: bool = False, summary=None, **kw) -> str:
-        """:meth:`to_dict` as strict JSON text (``indent=1`` unless given).
+        """:meth:`to_dict` as strict JSON text, without spaces unless ``indent`` is given.
 
         Parameters
         ----------
@@ -496,7 +494,7 @@ class Trace:
         >>> Trace(label="x").to_json().startswith("{")
         True
         """
-        kw.setdefault("indent", 1)
+        kw.setdefault("separators", (",", ":") if kw.get("indent") is None else None)
         return _json.dumps(self.to_dict(full=full, summary=summary), **kw)
 
     # -- rendering ----------------------------------------------------------
@@ -629,6 +627,14 @@ class Trace:
         n = len(self.records())
         k = "-" if self.activities is None else len(self.activities)
         return f"<Trace {self.label!r}: {n} calls, {k} GPU activities>"
+
+
+def _calls_json(runs: list) -> list:
+    out: list = []
+    for label, items in runs:
+        body = [x.to_dict() for x in items]
+        out += body if label is None else [{"section": label, "calls": body}]
+    return out
 
 
 def _record_dict(r: ApiCall, index: dict) -> dict:

@@ -330,6 +330,35 @@ def test_chrome_trace_with_gpu_events_from_the_kineto_capture():
     assert obj["otherData"]["synthetic_time"] is False
 
 
+SCHEMA = Path(__file__).parent / "data" / "trace-event-format.schema.json"
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_chrome_file_loads_against_the_trace_event_format_schema(tmp_path, capsys, timed):
+    """The file ``--chrome`` writes, read back from disk, is valid Trace Event Format (JSON
+    Object Format) by a JSON Schema of that format (tests/data/trace-event-format.schema.json)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    path = tmp_path / "c.json"
+    if timed:
+        from cusolver_trace.tracing.chrome import write_chrome_trace
+
+        log, acts = timed_section()
+        write_chrome_trace(Trace(label="x", calls=log.calls, activities=acts), str(path))
+    else:
+        assert main(["--from-log", str(LOG), "--chrome", str(path), "--no-tree"]) == 0
+        capsys.readouterr()
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    assert [e.message for e in validator.iter_errors(obj)] == []
+    assert validate_chrome_trace(obj) == []
+    x = [e for e in obj["traceEvents"] if e["ph"] == "X"]
+    assert x and all(e["dur"] >= 0 for e in x)
+    # the schema is not vacuous: a complete event without its duration is refused
+    broken = {"traceEvents": [dict(x[0])]}
+    del broken["traceEvents"][0]["dur"]
+    assert list(validator.iter_errors(broken))
+
+
 @pytest.mark.parametrize("bad, problem", [
     ({}, "traceEvents"),
     ({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": -1}]}, "dur"),

@@ -438,3 +438,28 @@ def test_summary_of_a_program_without_library_calls_keeps_its_gpu_time():
     assert s.to_dict()["unattributed_library_kernels"] == 0  # MAGMA's: not cuSOLVER / cuBLAS
     assert not summarize([]).timed  # nothing measured: untimed
     assert not summarize([], outside_kernels=magma[:1], why_no_times="no GPU").timed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+def test_by_op_records_the_ops_and_the_default_run_does_not(tmp_path, capsys):
+    """``--by op`` has the traced program record every op (the op that issued each call: here a
+    record_function range, as no aten op calls the libraries on the CPU); without it only the
+    markers are recorded, and the op is unknown."""
+    prog = tmp_path / "ops.py"
+    prog.write_text(textwrap.dedent("""\
+        import ctypes
+        import torch
+        libc = ctypes.CDLL(None)
+        with torch.profiler.record_function("my_region"):
+            torch.ones(4).sum()
+            libc.printf(b"[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=4\\n")
+            libc.fflush(None)
+        """))
+    out = tmp_path / "t.json"
+    assert main(["--by", "op", "--json", str(out), "--", PY, str(prog)]) == 0
+    rows = json.loads(out.read_text())["summary"]["rows"]
+    assert [(r["routine"], r["op"]) for r in rows] == [("cusolverDnXpotrf", "my_region")]
+    assert main(["--json", str(out), "--", PY, str(prog)]) == 0
+    (node,) = json.loads(out.read_text())["calls"]
+    assert "op" not in node and node["where"] == f"{prog}:6"
+    capsys.readouterr()

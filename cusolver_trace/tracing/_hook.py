@@ -232,9 +232,9 @@ class Profiler:
             if self._low:
                 from torch._C._autograd import _disable_profiler
 
-                return kineto_events(_disable_profiler())
+                return kineto_events(_disable_profiler(), ops=self.all_ops)
             self._prof.stop()
-            return kineto_events(self._prof.profiler.kineto_results)
+            return kineto_events(self._prof.profiler.kineto_results, ops=self.all_ops)
 
 
 def _opt(e, method: str) -> int:
@@ -244,7 +244,7 @@ def _opt(e, method: str) -> int:
         return 0
 
 
-def kineto_events(results) -> list[tuple]:
+def kineto_events(results, *, ops: bool = True) -> list[tuple]:
     """The events of a finished profile as tuples, in start order.
 
     Parameters
@@ -252,6 +252,10 @@ def kineto_events(results) -> list[tuple]:
     results
         ``torch._C._autograd._ProfilerResult`` (``prof.profiler.kineto_results``), or a
         finished ``torch.profiler.profile``.
+    ops : bool
+        Read the fields only op nesting needs (threads, linked correlation ids); without
+        them they are 0 and a runtime / driver call's name is ``""`` (reading every field
+        of every event is what the tracer's end costs: tens of thousands of launches).
 
     Returns
     -------
@@ -269,13 +273,20 @@ def kineto_events(results) -> list[tuple]:
             kind = str(e.activity_type())
         except Exception:
             kind = ""
+        if kind in _API_KINDS and not ops:
+            out.append(("cpu", e.start_ns(), e.duration_ns(), e.correlation_id(), "", 0, 0, 0, 0,
+                        kind))
+            continue
         cuda = "CUDA" in str(e.device_type())
         if cuda and ("annotation" in kind or _is_annotation(e)):
             continue
+        gpu = cuda or kind in _GPU_KINDS
         out.append(("cuda" if cuda else "cpu", int(e.start_ns()), int(e.duration_ns()),
-                    int(e.correlation_id()), e.name(), _opt(e, "start_thread_id"),
-                    _opt(e, "device_index"), _opt(e, "device_resource_id"),
-                    _opt(e, "linked_correlation_id"), kind))
+                    int(e.correlation_id()), e.name(),
+                    _opt(e, "start_thread_id") if ops or not gpu else 0,
+                    _opt(e, "device_index") if gpu else 0,
+                    _opt(e, "device_resource_id") if gpu else 0,
+                    _opt(e, "linked_correlation_id") if ops else 0, kind))
     out.sort(key=lambda r: r[1])
     return out
 

@@ -5,9 +5,9 @@ Standard library only: the children of :func:`cusolver_trace.tracing.trace` and 
 before cuSOLVER / cuBLAS) is loaded, without importing :mod:`cusolver_trace`.
 
 1. :func:`install_stdout_hook` -- C ``stdout`` (the ``FILE *`` both loggers write to with
-   ``CUSOLVERDN_LOG_LEVEL=5`` and ``CUBLAS_LOGDEST_DBG=stdout``) becomes an unbuffered glibc
-   ``fopencookie`` stream whose write function passes every byte on to file descriptor 1
-   unchanged and, for each record header, drops a zero-length ``record_function``
+   ``CUSOLVERDN_LOG_LEVEL=5`` and ``CUBLAS_LOGDEST_DBG=stdout``) becomes a line-buffered
+   glibc ``fopencookie`` stream whose write function passes every byte on to file
+   descriptor 1 unchanged and, for each record header, drops a zero-length ``record_function``
    ``ct_api#<i>:<function>`` marker on the profiler's host timeline. The loggers write a
    record when the call is entered, before it launches anything.
 2. :class:`Profiler` -- torch's profiler (kineto / CUPTI) with only what the report needs:
@@ -101,7 +101,7 @@ class StdoutHook:
 
     def _source(self):
         try:
-            frame = sys._getframe(2)
+            frame = sys._getframe(3)
         except ValueError:
             return None
         skip = self.skip_prefixes
@@ -112,36 +112,45 @@ class StdoutHook:
             frame = frame.f_back
         return None
 
-    def _on_write(self, _cookie, buf, size) -> int:
-        # The hot path: every line the loggers write comes through here. Only chunks that
-        # hold a record header pay for the regular expression.
-        data = ctypes.string_at(buf, size)
-        if b"[Api][cusolver" in data or b"I! cuBLAS (" in data:
-            try:
-                for m in RECORD_HEAD_RE.finditer(data):
-                    name = (m.group("solver") or m.group("blas")).decode()
-                    i = len(self.names)
-                    self.names.append(name)
-                    if self.capture_source:
-                        self.sources.append(self._source())
-                    if self.profiling:
-                        if self._marker is None:
-                            from torch.profiler import record_function
+    def _on_header(self, data: bytes) -> None:
+        """Count the record header(s) in ``data``; a marker each while profiling."""
+        try:
+            for m in RECORD_HEAD_RE.finditer(data):
+                name = (m.group("solver") or m.group("blas")).decode()
+                i = len(self.names)
+                self.names.append(name)
+                if self.capture_source:
+                    self.sources.append(self._source())
+                if self.profiling:
+                    if self._marker is None:
+                        from torch.profiler import record_function
 
-                            self._marker = record_function
-                        with self._marker(f"{TICK_PREFIX}{i}:{name}"):
-                            pass
-            except Exception:  # never break the library's stream over bookkeeping
-                pass
-        written = 0
-        while written < size:
-            try:
-                written += os.write(self.fd, data[written:] if written else data)
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-        return size
+                        self._marker = record_function
+                    with self._marker(f"{TICK_PREFIX}{i}:{name}"):
+                        pass
+        except Exception:  # never break the library's stream over bookkeeping
+            pass
+
+    def writer(self):
+        """The stream's write function: every line the loggers write comes through it, so
+        it does as little as it can (only a chunk that holds a record header is searched)."""
+        fd, header, string_at, write = self.fd, self._on_header, ctypes.string_at, os.write
+
+        def on_write(_cookie, buf, size):
+            data = string_at(buf, size)
+            if b"[Api][cusolver" in data or b"I! cuBLAS (" in data:
+                header(data)
+            done = 0
+            while done < size:
+                try:
+                    done += write(fd, data[done:] if done else data)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+            return size
+
+        return on_write
 
     def resolved_sources(self) -> list:
         """``[file, line, code]`` (or ``None``) per record, the code read once per line."""
@@ -170,7 +179,7 @@ def install_stdout_hook(fd: int = 1) -> StdoutHook | None:
     except (OSError, AttributeError, ValueError):
         return None
     hook = StdoutHook(fd)
-    write = _CookieIO._WRITE(hook._on_write)
+    write = _CookieIO._WRITE(hook.writer())
     fopencookie.restype = ctypes.c_void_p
     fopencookie.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CookieIO]
     fp = fopencookie(None, b"w", _CookieIO(None, write, None, None))
@@ -178,7 +187,9 @@ def install_stdout_hook(fd: int = 1) -> StdoutHook | None:
         return None
     libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
     libc.fflush(None)
-    libc.setvbuf(fp, None, 2, 0)  # _IONBF: every record reaches the hook at once
+    # _IOLBF: each line reaches the hook when it ends (a record's header line before the call
+    # goes on), in one write however many pieces the logger printed it in
+    libc.setvbuf(fp, None, 1, 4096)
     stdout_var.value = fp
     hook._keep[:] = [write, fp]  # the callback must outlive the stream
     return hook

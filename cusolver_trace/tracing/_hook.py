@@ -315,7 +315,8 @@ def _field(e, i, default=0):
 
 
 def _is_api_event(name: str, kind: str) -> bool:
-    return kind in _API_KINDS if kind else name.startswith("cu")
+    """A CUDA runtime / driver call (by kineto's activity type, else by its name)."""
+    return kind in _API_KINDS or (kind not in _OP_KINDS and name.startswith("cu"))
 
 
 def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True) -> dict:

@@ -9,16 +9,12 @@ hook -- before anything imports torch, and so before cuSOLVER / cuBLAS are loade
 loads this file by path and calls :func:`main`. It does not import :mod:`cusolver_trace`
 (the program may not have it on its path).
 
-:func:`main` imports torch, starts the profiler (:class:`~._hook.Profiler`: CUDA activities
-and the markers; every torch op too when ``OPS`` is ``ops``), switches the hook's
-per-record markers and source-line capture on, runs the program (``MODE`` = ``path``:
-``runpy.run_path``; ``module``: ``runpy.run_module``; ``code``: ``exec``) with ``sys.argv``
-as the program expects it, then stops the profiler, correlates the GPU activities with the
-records (:func:`~._hook.correlate`) and writes into ``OUTDIR``:
-
-* ``status.json``  -- ``{"timing": bool, "cuda": bool, "why": str | None, "all_ops": bool,
-  "tracing_s": {step: seconds}}``
-* ``profile.json`` -- the correlation, with ``sources`` (per record ``[file, line, code]``).
+:func:`main` imports torch, starts the profiler (:class:`~._hook.Profiler`; every torch op
+too when ``OPS`` is ``ops``), switches the hook's markers and source-line capture on, runs
+the program (``MODE``: ``path``, ``module`` or ``code``) with ``sys.argv`` as it expects,
+then stops the profiler and writes into ``OUTDIR`` ``profile.json`` (:func:`~._hook.correlate`
+plus ``sources``) and ``status.json`` (``timing``, ``cuda``, ``why``, ``all_ops``,
+``tracing_s``). See docs/tracing-programs.md, "How GPU time per call is measured".
 
 Whatever happens -- no torch, no GPU, a hook that could not be installed -- the program still
 runs; ``status.json`` says why there is no timing. The program's own exit (``SystemExit``,

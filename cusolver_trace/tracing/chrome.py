@@ -1,21 +1,10 @@
 """Timeline export: a trace as Chrome-trace / Perfetto JSON (``cusolver-trace trace --chrome PATH``).
 
-Open the file in https://ui.perfetto.dev or ``chrome://tracing``. Layout:
-
-* process 1 ``host``: thread 1 holds the cuSOLVER / cuBLAS API calls as complete
-  (``"ph": "X"``) events, named by function, category = library, ``args`` = the
-  call's typed arguments (plus ``section``, ``op``, ``where`` when known). A cuBLAS
-  call made inside a cuSOLVER call lies inside it (nested slices).
-* process 2 ``GPU``: one thread per CUDA stream, the kernels / memcpys / memsets (the
-  trace's GPU activity events) with their GPU start and duration; ``args.call`` names the
-  API call that launched each (absent for torch's own kernels).
-
-``ts`` / ``dur`` are microseconds. With a profiled program they are the
-profiler's times (from the first event); without timing (a captured log) the
-calls are laid out one after the other, 10 µs each, in log order -- the order is
-real, the times are not (``otherData.synthetic_time`` is true).
-
-:func:`validate_chrome_trace` checks the structure this module promises.
+Process 1 ``host`` holds the API calls (complete ``"X"`` events, nested as the calls are),
+process 2 ``GPU`` one track per CUDA stream with the trace's GPU activities (``args.call``:
+the call that launched each). ``ts`` / ``dur`` are microseconds from the profiler's first
+event; without times (a captured log) the calls are laid out 10 µs apart in log order
+(``otherData.synthetic_time``). See docs/tracing-programs.md, "--chrome".
 """
 from __future__ import annotations
 

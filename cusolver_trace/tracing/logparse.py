@@ -22,18 +22,11 @@ Records are recognised strictly: a line that merely resembles a record (a
 cuBLAS header without its trailer lines, a cuSOLVER line with a malformed
 argument list) is program output.
 
-Nesting: in a single stream (both loggers on one stdout) a cuBLAS record is
-placed under the cuSOLVER record that issued it. A cuBLAS record is a child of
-the nearest cuSOLVER record before it when (1) only cuBLAS records lie between
-the two (no program output, no marker), and (2) its ``handle`` is one of the
-cuBLAS handles that cuSOLVER owns. Ownership is learnt from the log itself:
-``cusolverDnSetStream(h, s)`` always forwards to ``cublasSetStream_v2`` on the
-cuSOLVER handle's internal cuBLAS handle, logged right after it; cuSOLVER's own
-handle values count too (``cublasCreate_v2`` inside ``cusolverDnCreate`` logs the
-address it writes to, which is the cuSOLVER handle). Rule (2) keeps torch's own
-cuBLAS calls (its own handle) that happen to follow a cuSOLVER record, e.g.
-right after ``cusolverDnDpotrfBatched``, out of it. If the log shows no
-``cusolverDnSetStream`` (an excerpt), rule (1) alone applies.
+Nesting: in a single stream (both loggers on one stdout) a cuBLAS record goes under the
+nearest cuSOLVER record before it when only cuBLAS records lie between the two and its
+``handle`` is one of cuSOLVER's own cuBLAS handles (learnt from the ``cublasSetStream_v2``
+that follows every ``cusolverDnSetStream``, and from ``cusolverDnCreate``); see
+docs/reading-a-trace.md, "Nesting rule".
 
 Parsing never fails on what a line contains: a value that cannot be converted
 (an integer longer than Python's int-string limit, a float that overflows) is

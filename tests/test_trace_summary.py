@@ -313,6 +313,10 @@ def test_chrome_trace_of_a_log_is_valid_and_nests_cublas_in_cusolver(tmp_path, c
     assert xp["args"]["nrhs"] == 256 and xp["args"]["uplo"] == "LOWER" and xp["cat"] == "cuSOLVER"
     meta = [e for e in obj["traceEvents"] if e["ph"] == "M"]
     assert {e["name"] for e in meta} == {"process_name", "thread_name"}
+    # the section is a range event on its own track, spanning its calls
+    (sec,) = [e for e in obj["traceEvents"] if e.get("cat") == "range"]
+    assert sec["name"] == SECTION and sec["tid"] != xp["tid"] and sec["args"]["calls"] == 7
+    assert sec["ts"] <= xp["ts"] and xp["ts"] + xp["dur"] <= sec["ts"] + sec["dur"]
 
 
 def test_chrome_trace_with_gpu_events_from_the_kineto_capture():

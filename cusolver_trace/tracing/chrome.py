@@ -1,7 +1,7 @@
 """Timeline export: a trace as Chrome-trace / Perfetto JSON (``cusolver-trace trace --chrome PATH``).
 
-Process 1 ``host`` holds the API calls (complete ``"X"`` events, nested as the calls are),
-process 2 ``GPU`` one track per CUDA stream with the trace's GPU activities (``args.call``:
+Process 1 ``host`` holds the API calls (complete ``"X"`` events, nested as the calls are)
+and, on a second track, the ``#### label`` sections (the trace's ``range`` events); process 2 ``GPU`` one track per CUDA stream with the trace's GPU activities (``args.call``:
 the call that launched each). ``ts`` / ``dur`` are microseconds from the profiler's first
 event; without times (a captured log) the calls are laid out 10 µs apart in log order
 (``otherData.synthetic_time``). See docs/tracing-programs.md, "--chrome".
@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = ["chrome_trace", "write_chrome_trace", "validate_chrome_trace"]
 
-HOST_PID, GPU_PID, API_TID = 1, 2, 1
+HOST_PID, GPU_PID, API_TID, RANGE_TID = 1, 2, 1, 2
 _SLOT_US = 10.0
 
 
@@ -94,6 +94,15 @@ def chrome_trace(trace) -> dict:
                     "args": _args(r)})
     api.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
     events += api
+    ranges = trace.ranges()
+    if ranges:
+        events.append({"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": RANGE_TID,
+                       "args": {"name": "sections (#### label)"}})
+    for r in ranges:  # from the first call's start to the last one's end, as drawn above
+        s, e = spans[id(r.children[0])][0], spans[id(r.children[-1])][1]
+        events.append({"ph": "X", "name": r.name, "cat": "range", "pid": HOST_PID,
+                       "tid": RANGE_TID, "ts": round(s, 3), "dur": round(max(e - s, 0.0), 3),
+                       "args": {"calls": sum(1 for c in r.children for _ in c.walk())}})
     gpu = list(trace.activities or [])
     if gpu:
         events.append({"ph": "M", "name": "process_name", "pid": GPU_PID, "tid": 0,

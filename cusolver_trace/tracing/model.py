@@ -393,6 +393,33 @@ class Trace:
             out[k.library] = out.get(k.library, 0.0) + k.gpu_ms
         return {lib: out[lib] for lib in LIBRARIES if lib in out}
 
+    def ranges(self) -> list[Event]:
+        """The ``#### label`` sections as ``range`` events, one per run of calls in one
+        section, with those calls as ``children``; timed from the first call's start to the
+        last one's end when the calls are.
+
+        Examples
+        --------
+        >>> from cusolver_trace.tracing import parse_log
+        >>> log = parse_log("#### a\\n[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8")
+        >>> [(r.name, r.activity, len(r.children)) for r in Trace(calls=log.calls).ranges()]
+        [('a', 'range', 1)]
+        """
+        out: list[Event] = []
+        for c in self.calls or []:
+            if c.section is None:
+                continue
+            if not out or out[-1].name != c.section or out[-1].children[-1] is not prev:
+                out.append(Event(c.section, "range", children=[]))
+            out[-1].children.append(c)
+            prev = c
+        for r in out:
+            first, last = r.children[0], r.children[-1]
+            if first.start_us is not None and last.start_us is not None:
+                r.start_us = first.start_us
+                r.dur_us = max(last.start_us + (last.dur_us or 0.0) - first.start_us, 0.0)
+        return out
+
     def folded(self) -> list[tuple[str | None, list]]:
         """The call tree as the JSON holds it: every call (setup too), identical neighbours
         collapsed, loops folded (:func:`fold_repeats`), per run of one section: a list of

@@ -187,7 +187,7 @@ def main(argv=None) -> int:
         walls = []
         for i in range(args.runs):
             js = os.path.join(out, f"traced-{i}.json")
-            status, wall = run(trace_cmd + ["--json", js, "--no-tree", "--", *client],
+            status, wall = run(trace_cmd + ["--json", js, "--", *client],
                                os.path.join(out, f"traced-{i}.log"), args.timeout, env)
             if status != 0:
                 raise RuntimeError(f"traced run {i} exited with {status} (traced-{i}.log)")

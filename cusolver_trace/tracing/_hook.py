@@ -92,6 +92,7 @@ class StdoutHook:
         self.names: list[str] = []
         self.sources: list = []
         self.skip_prefixes: tuple = ()
+        self._skip: dict = {}  # file name -> inside skip_prefixes (set them before capturing)
         self._keep: list = []
         self._marker = None
 
@@ -104,10 +105,13 @@ class StdoutHook:
             frame = sys._getframe(3)
         except ValueError:
             return None
-        skip = self.skip_prefixes
+        skip, known = self.skip_prefixes, self._skip
         while frame is not None:
             fn = frame.f_code.co_filename
-            if not (fn.startswith("<") or fn.startswith(skip)):
+            skipped = known.get(fn)
+            if skipped is None:
+                skipped = known[fn] = fn.startswith("<") or fn.startswith(skip)
+            if not skipped:
                 return (fn, frame.f_lineno)
             frame = frame.f_back
         return None

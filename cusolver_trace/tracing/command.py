@@ -102,7 +102,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", type=_by_keys, default=("routine",), metavar="KEYS",
                    help="group the summary (and, for op / line, the tree) by: routine (default), "
                         "shape (routine + size arguments n/m/k/nrhs/batchSize/lda), op (the torch "
-                        "op that issued each call), line (the program's source line); "
+                        "op that issued each call: the program then records every torch op, "
+                        "which costs time), line (the program's source line); "
                         "comma-separated, e.g. routine,shape")
     # two flags of one mutually exclusive group, not BooleanOptionalAction: given both,
     # argparse would keep the last one without a word
@@ -119,8 +120,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chrome", metavar="PATH",
                    help="write a Chrome-trace / Perfetto timeline JSON (API calls, kernels) to PATH")
     p.add_argument("--full", action="store_true",
-                   help="JSON with every record (pointers, log lines, kernels per record) "
-                        "instead of the compact tree")
+                   help="JSON with every record (pointers, log lines, kernels per record), "
+                        "every GPU activity and the program's output, besides the folded tree, "
+                        "the summary and the per-name kernel totals it always has")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="the program and its arguments, after '--'")
 

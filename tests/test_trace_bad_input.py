@@ -340,9 +340,11 @@ def test_property_from_log_exits_0_or_2_and_leaves_the_file_alone(capsys, conten
 
 
 def _count(node: dict) -> int:
-    """Calls a JSON tree node stands for: each of its ``count`` repeats, with the calls
-    nested in it (the same in every repeat)."""
-    return node["count"] * (1 + sum(_count(c) for c in node["children"]))
+    """Calls a JSON tree item stands for: a node's ``count`` repeats, each with the calls
+    nested in it; a folded loop's ``repeat`` times its calls; a section's calls."""
+    if "function" not in node:  # a folded loop, or a section's calls
+        return node.get("repeat", 1) * sum(_count(c) for c in node["calls"])
+    return node["count"] * (1 + sum(_count(c) for c in node.get("children", [])))
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -103,7 +103,7 @@ def test_flatten_expands_counts_and_nesting():
     t = load_trace_json(T213)
     calls = flatten(t, section=S213)
     assert [c.function for c in calls] == ["cublasDtrsm_v2"] * 8
-    assert {dict(c.args)["trans"] for c in calls} == {'"N"', '"T"'}
+    assert {dict(c.args)["trans"] for c in calls} == {"N", "T"}  # typed, as logged
     with pytest.raises(TraceInputError, match="no section"):
         flatten(t, section="nope")
 
@@ -241,3 +241,85 @@ def test_an_unwritable_json_path_fails_before_the_diff_is_printed(jsons, capsys,
     out, err = capsys.readouterr()
     assert code == 2 and "no such folder" in err and "Traceback" not in err
     assert out == ""  # nothing of the diff: the path is checked first
+
+
+# --- the alignment: near-linear, exact where the edits are plain ---------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.lists(st.integers(0, 5), max_size=300), period=st.integers(1, 12),
+       reps=st.integers(1, 40), edits=st.lists(st.tuples(st.booleans(), st.integers(0, 10**6)),
+                                               max_size=6))
+def test_property_alignment_finds_inserted_and_removed_calls(base, period, reps, edits):
+    """A loop-like sequence (few distinct calls, no call unique) and a copy with calls inserted
+    (new ones) or removed: the opcodes cover both sequences, equal stretches are equal, and the
+    counts are exactly the edits made."""
+    from cusolver_trace.tracing.diff import align
+
+    a = (base[:period] or [0]) * reps + base
+    b = list(a)
+    inserted = removed = 0
+    for k, (insert, where) in enumerate(edits):
+        if insert:
+            b.insert(where % (len(b) + 1), 100 + k)
+            inserted += 1
+        elif b:
+            pos = where % len(b)
+            if b[pos] < 100:  # remove an original call, not one just inserted
+                del b[pos]
+                removed += 1
+    ops, approximate = align(a, b)
+    i = j = 0
+    for tag, i1, i2, j1, j2 in ops:
+        assert (i1, j1) == (i, j) and tag in ("equal", "replace", "delete", "insert")
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b)) and not approximate
+    only_b = sum(j2 - j1 for t, i1, i2, j1, j2 in ops if t != "equal")
+    only_a = sum(i2 - i1 for t, i1, i2, j1, j2 in ops if t != "equal")
+    assert only_b - only_a == inserted - removed
+    assert only_a <= removed + inserted and only_b <= removed + inserted  # never worse than the edits
+
+
+def test_folded_and_unfolded_forms_diff_alike():
+    """A loop folded into {"repeat": k} compares equal to the same calls listed one by one,
+    and a loop with one iteration more is exactly that iteration's calls added."""
+    body = [{"library": "cuBLAS", "function": "cublasDtrsm_v2", "count": 1, "args": {"m": m}}
+            for m in (1, 2, 3)]
+    folded = {"schema": "cusolver-trace/trace/2", "calls": [{"repeat": 500, "calls": body}]}
+    listed = {"schema": "cusolver-trace/trace/1", "calls": body * 500}
+    assert diff_traces(folded, listed).equal
+    more = {"schema": "cusolver-trace/trace/2", "calls": [{"repeat": 501, "calls": body}]}
+    d = diff_traces(folded, more)
+    assert (d.added, d.removed, d.changed, d.calls_b) == (3, 0, 0, 1503)
+    assert d.by_routine["cublasDtrsm_v2"] == {"calls_a": 1500, "calls_b": 1503, "gpu_ms_a": None,
+                                              "gpu_ms_b": None}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").environ.get("CUSOLVER_TRACE_SLOW"),
+                    reason="a wall-time check: run with CUSOLVER_TRACE_SLOW=1")
+def test_a_million_calls_diff_within_ten_seconds():
+    """Issue 26: two synthetic traces of about a million calls each (a training loop, with
+    scattered edits) diff in 10 s or less, written as the tracer writes them (folded)."""
+    import importlib.util
+    import os
+    import time
+
+    spec = importlib.util.spec_from_file_location(
+        "trace_diff_1m", Path(__file__).resolve().parent.parent / "benchmarks" / "trace_diff_1m.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    a, b = bench.program(1_000_000, 0, 40)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, epochs in (("a", a), ("b", b)):
+            path = os.path.join(tmp, f"{name}.json")
+            Path(path).write_text(json.dumps({"schema": "cusolver-trace/trace/2",
+                                              "calls": bench.folded(epochs)}))
+            paths.append(path)
+        t0 = time.perf_counter()
+        d = diff_traces(load_trace_json(paths[0]), load_trace_json(paths[1]))
+        elapsed = time.perf_counter() - t0
+    assert d.calls_a > 1_000_000 and not d.equal and not d.approximate
+    assert elapsed <= 10.0, f"{elapsed:.1f} s"

@@ -46,17 +46,19 @@ def test_per_call_gpu_time_goes_to_the_right_library():
     t = trace(torch.cholesky_inverse, L)
     assert not [n for n in t.notes if "per-call" in n], t.notes
     (rec,) = [c for c in t.calls if c.function == "cusolverDnXpotrs"]
-    assert rec.kernels and {classify_kernel(k) for k, _ in rec.kernels} == {"cuSOLVER"}
+    assert rec.kernels and {classify_kernel(k.name) for k in rec.kernels} == {"cuSOLVER"}
     for child in rec.children:
-        assert child.kernels and {classify_kernel(k) for k, _ in child.kernels} == {"cuBLAS"}
-        assert any("trsm" in k for k, _ in child.kernels)
+        assert child.kernels and {classify_kernel(k.name) for k in child.kernels} == {"cuBLAS"}
+        assert any("trsm" in k.name for k in child.kernels)
+        assert all(k.parent is child and k.dur_us > 0 for k in child.kernels)
     (x,) = t.find("cusolverDnXpotrs")
     assert x.gpu_ms > 0 and x.kernel_count == len(rec.kernels) + sum(
         len(c.kernels) for c in rec.children)
     setup = [c for c in t.calls if c.kind == "setup"]
     assert setup and all(c.kernels == [] for c in setup)
     assert t.outside_kernels is not None
-    assert {classify_kernel(k) for k, _ in t.outside_kernels} <= {"ATen/other"}
+    assert {classify_kernel(a.name) for a in t.outside_kernels} <= {"ATen/other"}
+    assert t.summary().unattributed_library_kernels == 0
     assert "[GPU " in t._render_text(width=250)
 
 
@@ -144,3 +146,39 @@ def test_replay_passes_the_same_null_host_buffer_as_torch():
     assert theirs and ours
     assert theirs[0].args == ours[0].args
     assert theirs[0].call.pointers()["bufferOnHost"] == ours[0].call.pointers()["bufferOnHost"] == "0x0"
+
+
+def test_program_trace_attributes_every_library_kernel(tmp_path):
+    """A whole program with the calls issue 26 found unattributed: torch's aten::bmm
+    (cublasDgemmStridedBatched, m = n = 2, k = 8, batch 64, float64), next to a Cholesky
+    factorization and triangular solves. Every cuSOLVER / cuBLAS kernel belongs to a call,
+    with and without --by op; the JSON is small."""
+    import json
+
+    from cusolver_trace.tracing.command import main
+
+    prog = tmp_path / "bmm.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        a = torch.randn(64, 2, 8, device="cuda", dtype=torch.float64)
+        b = torch.randn(64, 8, 2, device="cuda", dtype=torch.float64)
+        m = torch.randn(256, 256, device="cuda", dtype=torch.float64)
+        m = m @ m.T + 256 * torch.eye(256, device="cuda", dtype=torch.float64)
+        for _ in range(20):
+            c = torch.bmm(a, b)
+            L = torch.linalg.cholesky(m)
+            x = torch.linalg.solve_triangular(L, m, upper=False)
+        torch.cuda.synchronize()
+    """))
+    for extra in ([], ["--by", "op"]):
+        out = tmp_path / "t.json"
+        assert main([*extra, "--json", str(out), "--no-tree", "--", sys.executable, str(prog)]) == 0
+        d = json.loads(out.read_text())
+        s = d["summary"]
+        assert s["timed"] and s["unattributed_library_kernels"] == 0, d["outside_kernels"]
+        rows = {r["routine"]: r for r in s["rows"]}
+        assert rows["cublasDgemmStridedBatched"]["calls"] == 20
+        assert rows["cublasDgemmStridedBatched"]["total_ms"] > 0
+        assert out.stat().st_size < 100_000
+        if extra:
+            assert {r.get("op") for r in s["rows"]} >= {"aten::bmm"}

@@ -53,7 +53,7 @@ def test_cusolver_record_fields(log):
     assert first.function == "cusolverDnCreate"
     assert first.pid == 423 and first.time == "2026-11-30 02:17:18"
     assert first.args == {"handle": "0x2072de10"} and isinstance(first.args["handle"], Pointer)
-    assert first.raw.startswith("[2026-11-30 02:17:18][cusolverDn][423][Api][cusolverDnCreate]")
+    assert first.activity == "api" and first.line == 43 and first.correlation == 5  # 6th record
 
 
 # --- the sections the brief names ---------------------------------------------------
@@ -311,22 +311,27 @@ def _trace_of(log, label):
 def test_json_schema_round_trip(log):
     t = _trace_of(log, "cholesky_inverse preferred=cusolver " + tag("complex128", 32, 64, True))
     d = t.to_dict()
-    assert set(d) == {"schema", "label", "calls", "kernels", "gpu_ms_by_library", "aten_ops",
-                      "notes", "sections", "output", "stderr", "returncode", "signal",
-                      "signal_name", "exit_status", "outside_kernels"}
-    assert d["schema"] == "cusolver-trace/trace/1"
+    assert set(d) == {"schema", "format", "label", "calls", "summary", "outside_kernels",
+                      "gpu_ms_by_library", "aten_ops", "notes", "sections", "returncode",
+                      "signal", "signal_name", "exit_status", "wall_s", "tracing_s"}
+    assert d["schema"] == "cusolver-trace/trace/2" and d["format"] == "compact"
     assert json.loads(t.to_json()) == d
-    node = next(n for n in d["calls"] if n["function"] == "cusolverDnXpotrs")
-    assert set(node) == {"library", "function", "kind", "count", "args", "pointers", "section",
-                         "lines", "truncated", "children", "gpu_ms", "self_gpu_ms",
-                         "kernels", "self_kernels"}
-    assert node["count"] == 64 and node["kind"] == "compute" and node["library"] == "cuSOLVER"
+    (sec,) = d["calls"]  # one section: its calls in one item
+    assert set(sec) == {"section", "calls"}
+    node = next(n for n in sec["calls"] if n.get("function") == "cusolverDnXpotrs")
+    # no kind (it follows from the function), no times (a log has none)
+    assert set(node) == {"library", "function", "count", "args", "line", "children"}
+    assert node["count"] == 64 and node["library"] == "cuSOLVER"
     assert node["args"]["uplo"] == "UPPER" and node["args"]["dataTypeA"] == "CUDA_C_64F"
-    assert set(node["pointers"]) == {"handle", "A", "B", "info"}
     assert [c["function"] for c in node["children"]] == ["cublasZtrsm_v2_64"] * 2
-    assert d["kernels"] is None and d["aten_ops"] is None and d["signal"] is None
-    assert node["gpu_ms"] is None and node["kernels"] is None  # a log has no kernel times
-    assert d["outside_kernels"] is None
+    assert d["outside_kernels"] is None and d["aten_ops"] is None and d["signal"] is None
+    assert d["summary"]["timed"] is False
+    full = t.to_dict(full=True)
+    assert full["format"] == "full" and len(full["records"]) == len(t.records())
+    xp = next(r for r in full["records"] if r["function"] == "cusolverDnXpotrs")
+    assert set(xp["pointers"]) == {"handle", "A", "B", "info"} and xp["kernels"] is None
+    trsm = next(r for r in full["records"] if r["function"] == "cublasZtrsm_v2_64")
+    assert full["records"][trsm["parent"]]["function"] == "cusolverDnXpotrs"
 
 
 def test_rendering(log):
@@ -361,7 +366,7 @@ def test_cli_from_log_section(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "cusolverDnXpotrs" in printed and printed.count("cublasDtrsm_v2_64") == 2
     d = json.loads(out.read_text())
-    assert [n["function"] for n in d["calls"]] == [
+    assert [n["function"] for n in d["calls"][0]["calls"]] == [
         "cusolverDnSetStream", "cusolverDnCreateParams", "cusolverDnXpotrs", "cusolverDnDestroyParams"]
 
 
@@ -404,7 +409,7 @@ def test_cli_json_to_stdout_is_pure_json(capsys):
     assert main(["--from-log", str(STDOUT_LOG), "--section", label, "--json", "-"]) == 0
     captured = capsys.readouterr()
     d = json.loads(captured.out)  # nothing but the JSON on stdout
-    assert d["schema"] == "cusolver-trace/trace/1"
+    assert d["schema"] == "cusolver-trace/trace/2"
     assert "cusolverDnXpotrs" in captured.err  # the tree went to stderr
 
 

@@ -15,7 +15,7 @@ import torch
 
 from cusolver_trace.tracing import run_traced, trace
 from cusolver_trace.tracing.command import main
-from cusolver_trace.tracing.profile import _api_calls, qualified_name
+from cusolver_trace.tracing.profile import api_calls_many, qualified_name
 from cusolver_trace.tracing.runner import LOGGER_ENV
 
 DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
@@ -134,7 +134,8 @@ def test_environment_turns_loggers_on_and_stdout_is_unbuffered(tmp_path):
                      log_path=tmp_path / "raw.log")
     assert run.output == ["5 1 stdout None x", "from C stdio", "from python"]
     assert LOGGER_ENV["CUSOLVERDN_LOG_LEVEL"] == "5"
-    assert (tmp_path / "raw.log").read_text().splitlines() == run.output
+    kept = (tmp_path / "raw.log").read_text().splitlines()
+    assert kept[0].startswith("#cusolver-trace-log 1: [") and kept[1:] == run.output
     assert run.log_path == str(tmp_path / "raw.log")
 
 
@@ -164,14 +165,14 @@ def test_cli_runs_program_prints_output_then_tree(fixture_block, tmp_path, capsy
     out = tmp_path / "run.json"
     code = f"import sys; print('hello from the program'); " \
            f"sys.stdout.write(open({str(fixture_block)!r}).read()); sys.exit(3)"
-    status = main(["--json", str(out), "--", PY, "-c", code])
+    status = main(["--json", str(out), "--full", "--", PY, "-c", code])
     assert status == 3
     printed = capsys.readouterr().out
     assert printed.index("hello from the program") < printed.index("cusolverDnXpotrs")
     assert "exit status 3" in printed
     d = json.loads(out.read_text())
     assert d["returncode"] == 3 and d["exit_status"] == 3 and d["signal"] is None
-    assert d["output"] == ["hello from the program"]
+    assert d["output"] == ["hello from the program"]  # the program's output: --full only
     assert [n["function"] for n in d["calls"]][2] == "cusolverDnXpotrs"
 
 
@@ -228,7 +229,7 @@ def test_trace_on_cpu_profiles_but_skips_api():
     assert "aten::cholesky_inverse" in names
     assert all(a.count >= 1 and a.cpu_ms >= 0 for a in t.aten_ops)
     assert t.label == "torch.cholesky_inverse(float64[6, 6] cpu)"
-    d = json.loads(t.to_json())
+    d = json.loads(t.to_json(full=True))
     assert d["calls"] is None and d["kernels"] == [] and d["gpu_ms_by_library"] == {}
     assert "API calls not traced" in str(t)
 
@@ -263,7 +264,9 @@ def test_api_child_machinery_on_cpu():
     """The child saves/loads inputs, resolves the name, writes both markers and
     exits through os._exit; on CPU tensors it logs no record."""
     L = _spd_factor()
-    calls, notes, outside = _api_calls("torch.cholesky_inverse", (L,), {"upper": False}, "cpu")
-    assert calls == [] and notes == [] and outside is None
-    calls, notes, outside = _api_calls("torch.no_such_function", (L,), {}, "cpu")
-    assert calls is None and outside is None and "no attribute 'no_such_function'" in notes[0]
+    found = api_calls_many([("call", "torch.cholesky_inverse", (L,), {"upper": False})], "cpu")
+    calls, notes, activities = found["call"]
+    assert calls == [] and notes == [] and activities is None
+    found = api_calls_many([("call", "torch.no_such_function", (L,), {})], "cpu")
+    calls, notes, activities = found["call"]
+    assert calls is None and activities is None and "no attribute 'no_such_function'" in notes[0]

@@ -12,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from cusolver_trace.tracing import Trace, load_log, nvtx_range
-from cusolver_trace.tracing._hook import Attribution, attribute
+from cusolver_trace.tracing import Event, Trace, load_log, nvtx_range
+from cusolver_trace.tracing._hook import correlate
 from cusolver_trace.tracing.chrome import chrome_trace, validate_chrome_trace
 from cusolver_trace.tracing.command import main
 from cusolver_trace.tracing.nvtx import nvtx_available, nvtx_note
-from cusolver_trace.tracing.profile import attach_kernels
-from cusolver_trace.tracing.program import (apply_timing, attribute_program, load_program_profile,
-                                            program_command)
+from cusolver_trace.tracing.program import attach, load_profile, program_command
 from cusolver_trace.tracing.summary import parse_by, shape_of, summarize
-from test_trace_attribution import _fixture_events  # the kineto fixture's reader, one copy
+from test_trace_attribution import _fixture_events, timed_section  # the capture's reader, one copy
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
@@ -36,13 +34,10 @@ def log():
 
 
 def _timed_section():
-    """The cholesky_inverse section's records with the kernels of the kineto fixture."""
-    rec = load_log(LOG).section(SECTION)
-    found = attribute(_fixture_events())
-    part = Attribution(found.names[22:], found.per_record[22:], found.outside)
-    outside = attach_kernels(rec.records, part, [])
-    assert outside is not None
-    return rec, outside
+    """The cholesky_inverse section's records with the kernels of the kineto fixture, and
+    the activities outside every call."""
+    log, acts = timed_section()
+    return log, [a for a in acts if a.parent is None]
 
 
 # --- summarize: pure function -----------------------------------------------------------
@@ -85,7 +80,8 @@ def test_summary_with_kernel_times_from_the_kineto_capture():
     assert round(trsm.max_ms, 4) == 0.1071 and trsm.mean_ms == pytest.approx(trsm.total_ms / 2)
     assert round(xpotrs.total_ms, 4) == 0.0006  # its own copy_info_kernel; trsm has its own row
     assert s.library_ms == pytest.approx(trsm.total_ms + xpotrs.total_ms)
-    assert s.outside_kernels == 5 and s.outside_ms == pytest.approx(sum(ms for _k, ms in outside))
+    assert s.outside_kernels == 5 and s.outside_ms == pytest.approx(sum(a.gpu_ms for a in outside))
+    assert s.attributed_kernels == 15 and s.unattributed_library_kernels == 0
     assert sum(r.pct_library for r in s.rows) == pytest.approx(100.0)
     assert sum(r.pct_all for r in s.rows) == pytest.approx(100.0 * s.library_ms / s.total_ms)
     assert all(r.pct_all < r.pct_library for r in s.rows)
@@ -105,82 +101,47 @@ def test_parse_by():
 
 # --- whole-program attribution from profiler events ---------------------------------------
 
-def test_program_attribution_matches_the_single_call_attribution():
-    events = _fixture_events()
-    one, prog = attribute(events), attribute_program(events)
-    assert prog.attribution.names == one.names
-    assert prog.attribution.per_record == one.per_record
-    assert prog.attribution.outside == one.outside
-    assert all(prog.spans[i] is not None for i in range(len(one.names)) if one.names[i])
-    gpu = prog.gpu
-    assert len(gpu) == sum(map(len, one.per_record)) + len(one.outside)
-    assert [g.record for g in gpu if g.name == "copy_info_kernel(int, int*)"] == [25]
-    assert all(g.dur_us >= 0 and g.start_us >= 0 for g in gpu)
-
-
-def test_apply_timing_sets_kernels_ops_lines_and_spans():
+def test_attach_sets_kernels_ops_lines_and_spans():
     rec = load_log(LOG).section(SECTION).records
-    events = _fixture_events()
-    found = attribute(events)
-    # renumber the markers of the fixture 22.. -> 0.. so they line up with the section
-    shifted = []
-    for e in events:
-        name = e[4]
-        if name.startswith("ct_api#"):
-            i, fn = name[len("ct_api#"):].split(":")
-            name = f"ct_api#{int(i) - 22}:{fn}"
-        shifted.append((*e[:4], name, 1))
-    xpotrs_tick = next(e for e in shifted if e[4].endswith("cusolverDnXpotrs"))
+    events = [(*e, 1, 0, 0, 0, "") for e in _fixture_events(shift=22)]
+    xpotrs_tick = next(e for e in events if e[4].endswith("cusolverDnXpotrs"))
     # an aten op around the Xpotrs marker and the two trsm markers, on the same thread
-    shifted.append(("cpu", xpotrs_tick[1] - 10, 10**6, 0, "aten::cholesky_inverse", 1))
-    shifted.append(("cpu", xpotrs_tick[1] - 5, 10**6 - 10, 0, "aten::_cholesky_inverse_helper", 1))
-    timing = attribute_program(shifted)
-    sources = [("/x/prog.py", 10 + i, f"line {i}") for i in range(len(rec))]
+    events.append(("cpu", xpotrs_tick[1] - 10, 10**6, 900, "aten::cholesky_inverse", 1, 0, 0, 0,
+                   "cpu_op"))
+    events.append(("cpu", xpotrs_tick[1] - 5, 10**6 - 10, 901, "aten::_cholesky_inverse_helper",
+                   1, 0, 0, 0, "cpu_op"))
+    found = correlate(events)
+    found["sources"] = [["/x/prog.py", 10 + i, f"line {i}"] for i in range(len(rec))]
     notes: list[str] = []
-    outside = apply_timing(rec, timing, sources, notes)
-    assert notes == [] and outside is not None and len(outside) == len(found.outside)
+    acts = attach(rec, found, notes)
+    assert notes == [] and len([a for a in acts if a.parent is None]) == 5
     by_fn = {r.function: r for r in rec}
     assert by_fn["cusolverDnXpotrs"].op == "aten::cholesky_inverse"  # the outermost aten op
     assert by_fn["cusolverDnSetStream"].op is None
     assert [r.where for r in rec] == [f"/x/prog.py:{10 + i}" for i in range(len(rec))]
     assert rec[3].code == "line 3"
-    assert all(r.span is not None and r.span[1] > r.span[0] for r in rec)
+    assert all(r.start_us is not None and r.dur_us >= 1.0 for r in rec)
     t = Trace(label="x", calls=load_log(LOG).section(SECTION).calls)  # untimed copy
     assert t.summary().timed is False
-    s = summarize(rec, by=("op",), outside_kernels=outside)
+    s = summarize(rec, by=("op",), outside_kernels=[a for a in acts if a.parent is None])
     ops = {(r.key["routine"], r.key["op"]) for r in s.rows}
     assert ("cublasDtrsm_v2_64", "aten::cholesky_inverse") in ops
-
-
-def test_ops_on_other_threads_and_in_backward_are_told_apart():
-    ev = [
-        ("cpu", 100, 100, 0, "aten::linalg_cholesky", 1),
-        ("cpu", 110, 10, 0, "ct_api#0:cusolverDnXpotrf", 1),
-        ("cpu", 150, 0, 0, "ct_api#1:cusolverDnXpotrs", 2),      # no op on thread 2 here
-        ("cpu", 300, 100, 0, "autograd::engine::evaluate_function: CholeskyBackward0", 3),
-        ("cpu", 310, 50, 0, "aten::cholesky_inverse", 3),
-        ("cpu", 320, 1, 0, "ct_api#2:cusolverDnXpotrs", 3),
-        ("cpu", 500, 0, 0, "ct_api#3:cublasDtrsm_v2", 1),         # after every op
-    ]
-    t = attribute_program(ev)
-    assert t.ops == ["aten::linalg_cholesky", None,
-                     "aten::cholesky_inverse (in CholeskyBackward0)", None]
 
 
 def test_program_command_rewrites_python_commands_only(tmp_path):
     out = str(tmp_path)
     cmd, why = program_command(["python3", "-u", "-X", "dev", "prog.py", "--n", "4"], out)
     assert why is None and cmd[:4] == ["python3", "-u", "-X", "dev"] and cmd[4] == "-c"
-    assert cmd[-5:] == [out, "path", "prog.py", "--n", "4"]
-    cmd, _ = program_command([PY, "-m", "pkg.mod", "a"], out)
-    assert cmd[-4:] == [out, "module", "pkg.mod", "a"]
+    assert cmd[-6:] == [out, "calls", "path", "prog.py", "--n", "4"]
+    cmd, _ = program_command([PY, "-m", "pkg.mod", "a"], out, all_ops=True)
+    assert cmd[-5:] == [out, "ops", "module", "pkg.mod", "a"]
     cmd, _ = program_command(["python", "-c", "print(1)", "x"], out)
-    assert cmd[-4:] == [out, "code", "print(1)", "x"]
+    assert cmd[-5:] == [out, "calls", "code", "print(1)", "x"]
     for argv in (["bash", "x.sh"], ["python3"], ["python3", "-"], ["python3", "-i", "x.py"],
                  ["python3", "--version"], ["python3", "-m"]):
         cmd, why = program_command(argv, out)
         assert cmd is None and why, argv
-    assert load_program_profile(str(tmp_path / "missing")).timing is False
+    assert load_profile(str(tmp_path / "missing"))[0]["timing"] is False
 
 
 # --- the CLI: summary first, --no-tree, JSON -------------------------------------------
@@ -199,7 +160,7 @@ def test_from_log_prints_the_summary_first_then_the_tree(tmp_path, capsys):
         ("cusolverDnXpotrs", "n=256 nrhs=256 lda=256", 1),
         ("cublasDtrsm_v2_64", "m=256 n=256 lda=256", 2)}
     assert d["format"] == "compact" and "records" not in d
-    assert [n["function"] for n in d["calls"]][2] == "cusolverDnXpotrs"
+    assert [n["function"] for n in d["calls"][0]["calls"]][2] == "cusolverDnXpotrs"
 
 
 def test_no_tree_leaves_the_tree_out(capsys):
@@ -234,7 +195,7 @@ def test_default_json_of_the_whole_log_is_small_and_full_keeps_every_record(tmp_
     assert main(["--from-log", str(LOG), "--json", str(small), "--no-tree"]) == 0
     assert main(["--from-log", str(LOG), "--json", str(full), "--full", "--no-tree"]) == 0
     capsys.readouterr()
-    assert small.stat().st_size < 600_000  # well under 1 MB (the --full JSON is larger)
+    assert small.stat().st_size < 250_000  # 2505 records: well under 1 MB (--full is larger)
     assert full.stat().st_size > small.stat().st_size
     d_small, d_full = json.loads(small.read_text()), json.loads(full.read_text())
     assert "records" not in d_small and len(d_full["records"]) == len(log.records) == 2505
@@ -352,23 +313,54 @@ def test_chrome_trace_of_a_log_is_valid_and_nests_cublas_in_cusolver(tmp_path, c
     assert xp["args"]["nrhs"] == 256 and xp["args"]["uplo"] == "LOWER" and xp["cat"] == "cuSOLVER"
     meta = [e for e in obj["traceEvents"] if e["ph"] == "M"]
     assert {e["name"] for e in meta} == {"process_name", "thread_name"}
+    # the section is a range event on its own track, spanning its calls
+    (sec,) = [e for e in obj["traceEvents"] if e.get("cat") == "range"]
+    assert sec["name"] == SECTION and sec["tid"] != xp["tid"] and sec["args"]["calls"] == 7
+    assert sec["ts"] <= xp["ts"] and xp["ts"] + xp["dur"] <= sec["ts"] + sec["dur"]
 
 
 def test_chrome_trace_with_gpu_events_from_the_kineto_capture():
-    rec, outside = _timed_section()
-    events = _fixture_events()
-    shifted = [(*e[:4], (lambda n: f"ct_api#{int(n[7:].split(':')[0]) - 22}:{n.split(':', 1)[1]}"
-                          if n.startswith("ct_api#") else n)(e[4])) for e in events]
-    timing = attribute_program(shifted)
-    calls = load_log(LOG).section(SECTION)
-    out2 = apply_timing(calls.records, timing, None, [])
-    t = Trace(label="x", calls=calls.calls, outside_kernels=out2, gpu_events=timing.gpu)
+    log, acts = timed_section()
+    t = Trace(label="x", calls=log.calls, activities=acts)
     obj = chrome_trace(t)
     assert validate_chrome_trace(obj) == []
     kernels = [e for e in obj["traceEvents"] if e["ph"] == "X" and e["pid"] == 2]
-    assert len(kernels) == len(timing.gpu) == 20
+    assert len(kernels) == len(acts) == 20
     assert sum(1 for k in kernels if k["args"].get("call") == "cublasDtrsm_v2_64") == 14
     assert sum(1 for k in kernels if "call" not in k["args"]) == 5  # torch's own
+    api = {e["name"]: e for e in obj["traceEvents"] if e["ph"] == "X" and e["pid"] == 1}
+    xp, trsm = api["cusolverDnXpotrs"], api["cublasDtrsm_v2_64"]
+    assert xp["ts"] <= trsm["ts"] and trsm["ts"] + trsm["dur"] <= xp["ts"] + xp["dur"]
+    assert obj["otherData"]["synthetic_time"] is False
+
+
+SCHEMA = Path(__file__).parent / "data" / "trace-event-format.schema.json"
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_chrome_file_loads_against_the_trace_event_format_schema(tmp_path, capsys, timed):
+    """The file ``--chrome`` writes, read back from disk, is valid Trace Event Format (JSON
+    Object Format) by a JSON Schema of that format (tests/data/trace-event-format.schema.json)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    path = tmp_path / "c.json"
+    if timed:
+        from cusolver_trace.tracing.chrome import write_chrome_trace
+
+        log, acts = timed_section()
+        write_chrome_trace(Trace(label="x", calls=log.calls, activities=acts), str(path))
+    else:
+        assert main(["--from-log", str(LOG), "--chrome", str(path), "--no-tree"]) == 0
+        capsys.readouterr()
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    assert [e.message for e in validator.iter_errors(obj)] == []
+    assert validate_chrome_trace(obj) == []
+    x = [e for e in obj["traceEvents"] if e["ph"] == "X"]
+    assert x and all(e["dur"] >= 0 for e in x)
+    # the schema is not vacuous: a complete event without its duration is refused
+    broken = {"traceEvents": [dict(x[0])]}
+    del broken["traceEvents"][0]["dur"]
+    assert list(validator.iter_errors(broken))
 
 
 @pytest.mark.parametrize("bad, problem", [
@@ -442,8 +434,36 @@ def test_summary_of_a_program_without_library_calls_keeps_its_gpu_time():
     timed, with every kernel outside library calls (what `diff` puts beside the Xpotrs path)."""
     from cusolver_trace.tracing.summary import summarize
 
-    s = summarize([], outside_kernels=[("magma_dpotrs_batched_kernel", 0.25), ("at::fill", 0.01)])
+    magma = [Event("magma_dpotrs_batched_kernel", "kernel", 0.0, 250.0),
+             Event("at::fill", "kernel", 300.0, 10.0)]
+    s = summarize([], outside_kernels=magma)
     assert s.timed and s.library_ms == 0.0
     assert s.to_dict()["outside_gpu_ms"] == pytest.approx(0.26) and s.to_dict()["outside_kernels"] == 2
+    assert s.to_dict()["unattributed_library_kernels"] == 0  # MAGMA's: not cuSOLVER / cuBLAS
     assert not summarize([]).timed  # nothing measured: untimed
-    assert not summarize([], outside_kernels=[("k", 1.0)], why_no_times="no GPU").timed
+    assert not summarize([], outside_kernels=magma[:1], why_no_times="no GPU").timed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+def test_by_op_records_the_ops_and_the_default_run_does_not(tmp_path, capsys):
+    """``--by op`` has the traced program record every op (the op that issued each call: here a
+    record_function range, as no aten op calls the libraries on the CPU); without it only the
+    markers are recorded, and the op is unknown."""
+    prog = tmp_path / "ops.py"
+    prog.write_text(textwrap.dedent("""\
+        import ctypes
+        import torch
+        libc = ctypes.CDLL(None)
+        with torch.profiler.record_function("my_region"):
+            torch.ones(4).sum()
+            libc.printf(b"[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=4\\n")
+            libc.fflush(None)
+        """))
+    out = tmp_path / "t.json"
+    assert main(["--by", "op", "--json", str(out), "--", PY, str(prog)]) == 0
+    rows = json.loads(out.read_text())["summary"]["rows"]
+    assert [(r["routine"], r["op"]) for r in rows] == [("cusolverDnXpotrf", "my_region")]
+    assert main(["--json", str(out), "--", PY, str(prog)]) == 0
+    (node,) = json.loads(out.read_text())["calls"]
+    assert "op" not in node and node["where"] == f"{prog}:6"
+    capsys.readouterr()

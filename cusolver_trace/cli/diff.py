@@ -85,38 +85,24 @@ def run(args: argparse.Namespace) -> int:
     ...                        section_b=None, limit=10, json=None))
     2
     """
-    from ..tracing.diff import TraceInputError, diff_traces, load_trace_json
+    from ..tracing.command import _same_file, whole_writes
+    from ..tracing.diff import TraceInputError
+    from ._common import UsageError, output_path
 
     def fail(msg: str) -> int:
         print(f"cusolver-trace diff: error: {msg}", file=sys.stderr)
         return 2
 
-    from ._common import UsageError, output_path
-
     try:
         output_path(args.json, "--json")  # before any work, as the other subcommands do
     except UsageError as e:
         return fail(str(e))
+    for name, path in (("A", args.a), ("B", args.b)):
+        if args.json not in (None, "-") and _same_file(args.json, path):
+            return fail(f"--json {args.json} is the input {name}; it would be overwritten")
     try:
-        a = load_trace_json(args.a)
-        b = load_trace_json(args.b)
-        result = diff_traces(a, b, all=args.all, section_a=args.section_a,
-                             section_b=args.section_b)
-        from .._console import console
-
-        out = console(highlight=False, stderr=args.json == "-")
-        out.print(result.renderable(limit=args.limit), soft_wrap=True)
-        if args.json:
-            text = _json.dumps(result.to_dict(), indent=1)
-            if args.json == "-":
-                sys.stdout.write(text + "\n")
-            else:
-                try:
-                    with open(args.json, "w", encoding="utf-8") as fh:
-                        fh.write(text + "\n")
-                except (OSError, ValueError) as e:
-                    return fail(f"cannot write {args.json}: {getattr(e, 'strerror', None) or e}")
-        return 0 if result.equal else 1
+        with whole_writes():
+            return _run(args, fail)
     except TraceInputError as e:
         return fail(str(e))
     except BrokenPipeError:  # the reader went away (`| head`): the shell's status, no message
@@ -131,3 +117,25 @@ def run(args: argparse.Namespace) -> int:
         print("cusolver-trace diff: internal error (a bug; please report it with the traceback "
               "above)", file=sys.stderr)
         return 3
+
+
+def _run(args: argparse.Namespace, fail) -> int:
+    """The comparison itself; returns 0 equal, 1 different (2 when the JSON cannot be written)."""
+    from .._console import console
+    from ..tracing.diff import diff_traces, load_trace_json
+
+    result = diff_traces(load_trace_json(args.a), load_trace_json(args.b), all=args.all,
+                         section_a=args.section_a, section_b=args.section_b)
+    out = console(highlight=False, stderr=args.json == "-")
+    out.print(result.renderable(limit=args.limit), soft_wrap=True)
+    if args.json:
+        text = _json.dumps(result.to_dict(), indent=1)
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            try:
+                with open(args.json, "w", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+            except (OSError, ValueError) as e:
+                return fail(f"cannot write {args.json}: {getattr(e, 'strerror', None) or e}")
+    return 0 if result.equal else 1

@@ -1,6 +1,6 @@
 """Trace what torch's Cholesky family does on the GPU: cuSOLVER / cuBLAS API
 calls (from the libraries' own loggers), CUDA kernels and aten ops (from
-torch.profiler).
+torch.profiler), as one list of :class:`Event` s (the event model: :mod:`.events`).
 
 * :func:`trace` -- one call, e.g. ``trace(torch.cholesky_inverse, L)``
 * :func:`run_traced` -- a whole program with the loggers on
@@ -14,8 +14,9 @@ torch.profiler).
 
 See docs/reading-a-trace.md and docs/tracing-programs.md.
 """
+from .events import ApiCall, Event
 from .kernels import classify_kernel
-from .logparse import ApiCall, ParsedLog, load_log, parse_log
+from .logparse import ParsedLog, load_log, parse_log
 from .model import CallNode, RepeatBlock, Trace, build_tree, fold_repeats
 from .profile import trace
 from .runner import TraceRun, run_traced
@@ -25,7 +26,7 @@ from .chrome import chrome_trace, validate_chrome_trace, write_chrome_trace
 from .nvtx import nvtx_range, set_nvtx_recorder
 
 __all__ = ["trace", "Trace", "parse_log", "load_log", "run_traced", "TraceRun",
-           "classify_kernel", "ApiCall", "ParsedLog", "CallNode", "build_tree",
+           "classify_kernel", "Event", "ApiCall", "ParsedLog", "CallNode", "build_tree",
            "RepeatBlock", "fold_repeats", "Summary", "summarize", "calls_equal", "diff_traces",
            "TraceDiff", "CallDifference", "chrome_trace", "write_chrome_trace",
            "validate_chrome_trace", "nvtx_range", "set_nvtx_recorder"]

@@ -1,32 +1,23 @@
-"""Child process of :func:`cusolver_trace.tracing.trace`: one call with the API loggers on.
+"""Child process of :func:`cusolver_trace.tracing.trace`: calls with the API loggers on.
 
-Usage (started by ``trace`` through :func:`child_command`, with the logger
-environment set; ``python -m cusolver_trace.tracing._child DIR`` also works, but
-then the stdout hook comes after torch has loaded the libraries)::
+Started by :func:`cusolver_trace.tracing.profile.api_calls_many` through the bootstrap of
+:func:`~cusolver_trace.tracing.program.bootstrap_command` (the stdout hook installed before
+torch loads the libraries; this file loaded by path, :mod:`cusolver_trace` imported only if
+a call's function lives there)::
 
-    python -c BOOTSTRAP .../tracing/_hook.py DIR
+    python -c BOOTSTRAP <_hook.py> <_child.py> DIR
 
-``DIR/call.pt`` (``torch.save``) holds ``fn`` (an importable dotted name such
-as ``"torch.cholesky_inverse"``), ``args``, ``kwargs`` (tensors load back onto
-the device they were saved from), ``device`` and ``linalg_library`` (the
-parent's ``torch.backends.cuda.preferred_linalg_library``). The child makes one
-warm-up call (library loading, handle creation), writes ``#### call`` through
-libc ``printf`` + ``fflush`` (the C stdio stream the loggers write to, so the
-marker lands in order with the records), calls ``fn`` again, synchronizes,
-writes ``#### end call``, writes ``DIR/status.json`` and leaves through
-``os._exit`` — skipping interpreter teardown, where a SIGSEGV was seen with the
-loggers on.
-
-For CUDA calls the traced call also runs under ``torch.profiler`` with C
-``stdout`` routed through :func:`~cusolver_trace.tracing._hook.install_stdout_hook`
-(installed before torch loads the libraries), and ``DIR/kernels.json`` gets the
-kernels each logged record launched (:func:`~cusolver_trace.tracing._hook.attribute`).
-
-Several calls in one child: ``call.pt`` may instead hold ``calls``, a list of
-``{"label", "fn", "args", "kwargs"}``; each is warmed up and traced in turn inside
-its own ``#### <label>`` … ``#### end <label>`` section, its kernels in
-``DIR/kernels-<i>.json`` (i: its position). ``compare --trace`` runs torch's call and
-the replay this way, one process for both.
+``DIR/call.pt`` (``torch.save``) holds ``calls``, a list of ``{"label", "fn", "args",
+"kwargs"}`` (``fn``: an importable dotted name such as ``"torch.cholesky_inverse"``; tensors
+load back onto the device they were saved from), ``device`` and ``linalg_library`` (the
+parent's ``torch.backends.cuda.preferred_linalg_library``). Each call is made once as a
+warm-up (library loading, handle creation), then once more between ``#### <label>`` and
+``#### end <label>`` lines written through libc ``printf`` + ``fflush`` (the C stdio stream
+the loggers write to, so the lines land in order with the records). On CUDA the second call
+runs under the profiler with every op recorded (:class:`~._hook.Profiler`), and
+``DIR/profile-<i>.json`` gets the correlation of its GPU activities with its records
+(:func:`~._hook.correlate`). Then ``DIR/status.json``, and the child leaves through
+``os._exit`` -- skipping interpreter teardown, where a SIGSEGV was seen with the loggers on.
 """
 from __future__ import annotations
 
@@ -35,30 +26,8 @@ import importlib
 import json
 import os
 import sys
+import time
 import traceback
-
-MARK_BEGIN = "#### call"
-MARK_END = "#### end call"
-BOOT_MODULE = "_cusolver_trace_hook"
-#: ``python -c BOOTSTRAP <path of _hook.py> DIR``: installs the stdout hook from
-#: ``_hook.py`` loaded by path (stdlib only), *then* imports this package (which
-#: imports torch, which loads cuSOLVER / cuBLAS) and runs :func:`main` on ``DIR``.
-BOOTSTRAP = (
-    "import importlib.util, runpy, sys\n"
-    "spec = importlib.util.spec_from_file_location(%r, sys.argv[1])\n"
-    "mod = importlib.util.module_from_spec(spec)\n"
-    "sys.modules[spec.name] = mod\n"
-    "spec.loader.exec_module(mod)\n"
-    "mod.HOOK = mod.install_stdout_hook()\n"
-    "sys.argv = ['cusolver_trace.tracing._child'] + sys.argv[2:]\n"
-    "runpy.run_module('cusolver_trace.tracing._child', run_name='__main__', alter_sys=True)\n"
-) % BOOT_MODULE
-
-
-def child_command(folder: str) -> list[str]:
-    """argv that runs the API child on ``folder`` with the stdout hook in place first."""
-    hook_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hook.py")
-    return [sys.executable, "-c", BOOTSTRAP, hook_py, folder]
 
 
 def resolve(name: str):
@@ -80,56 +49,64 @@ def resolve(name: str):
     raise ImportError(f"cannot import any prefix of {name!r}")
 
 
-def _trace_one(torch, hook, mark, folder, label, fn, args, kwargs, cuda, kfile) -> None:
+def _trace_one(torch, hookmod, mark, folder, label, fn, args, kwargs, cuda, pfile) -> None:
     """Warm-up call, then the traced call between ``#### label`` and ``#### end label``
-    (profiled, with the kernels of each record written to ``folder/kfile``, when on CUDA
-    with the stdout hook in place)."""
+    (profiled, its correlation written to ``folder/pfile``, when on CUDA with the hook)."""
+    hook = hookmod.HOOK
+
     def sync():
         if cuda:
             torch.cuda.synchronize()
 
     fn(*args, **kwargs)  # warm-up: libraries, handles, workspaces
     sync()
-    if cuda and hook is not None:
-        import warnings
-
-        from torch.profiler import ProfilerActivity, profile
-
-        from ._hook import attribute, kineto_events
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                mark(f"#### {label}")
-                hook.reset()
-                hook.profiling = True
-                try:
-                    fn(*args, **kwargs)
-                    sync()
-                finally:
-                    hook.profiling = False
-                    mark(f"#### end {label}")
-        found = attribute(kineto_events(prof))
-        with open(os.path.join(folder, kfile), "w") as fh:
-            json.dump({"hooked": list(hook.names), **found.to_dict()}, fh)
-    else:
+    if not (cuda and hook is not None):
         mark(f"#### {label}")
         try:
             fn(*args, **kwargs)
             sync()
         finally:
             mark(f"#### end {label}")
+        return
+    prof = hookmod.Profiler(torch, cuda=True, all_ops=True)
+    prof.start()
+    mark(f"#### {label}")
+    hook.reset()
+    hook.profiling = True
+    try:
+        fn(*args, **kwargs)
+        sync()
+    finally:
+        hook.profiling = False
+        mark(f"#### end {label}")
+        events = prof.stop()
+    t = time.perf_counter()
+    found = hookmod.correlate(events, all_ops=prof.all_ops)
+    found["tracing_s"] = {"correlation": time.perf_counter() - t}
+    with open(os.path.join(folder, pfile), "w") as fh:
+        json.dump(found, fh)
 
 
-def main(argv: list[str]) -> int:
+def main(hookmod, argv: list) -> int:
+    """Trace the calls in ``argv[0]/call.pt``; leaves the process through ``os._exit``.
+
+    Parameters
+    ----------
+    hookmod : module
+        ``_hook.py`` as the bootstrap loaded it (``hookmod.HOOK``: the stdout hook or ``None``).
+    argv : list of str
+        ``[DIR]``.
+
+    Returns
+    -------
+    int
+        Never returns normally: the exit status (0 when every call completed) goes to
+        ``os._exit``.
+    """
     if len(argv) != 1:
-        print("usage: python -m cusolver_trace.tracing._child DIR", file=sys.stderr)
-        return 2
+        print("usage: python -c BOOTSTRAP _hook.py _child.py DIR", file=sys.stderr)
+        os._exit(2)
     folder = argv[0]
-    from ._hook import install_stdout_hook
-
-    # installed by the bootstrap (BOOTSTRAP) before this package, and so torch, was imported
-    hook = getattr(sys.modules.get(BOOT_MODULE), "HOOK", None) or install_stdout_hook()
     libc = ctypes.CDLL(None)
 
     def mark(text: str) -> None:
@@ -148,19 +125,13 @@ def main(argv: list[str]) -> int:
             torch.cuda.set_device(torch.device(device))
             if spec.get("linalg_library"):
                 torch.backends.cuda.preferred_linalg_library(spec["linalg_library"])
-        if "calls" in spec:
-            todo = [(c["label"], c["fn"], c["args"], c["kwargs"], f"kernels-{i}.json")
-                    for i, c in enumerate(spec["calls"])]
-        else:
-            todo = [(MARK_BEGIN[len("#### "):], spec["fn"], spec["args"], spec["kwargs"],
-                     "kernels.json")]
         done: list = []
         status = {"ok": False, "done": done}
-        for label, fn_name, args, kwargs, kfile in todo:
-            status["running"] = label
-            _trace_one(torch, hook, mark, folder, label, resolve(fn_name), args, kwargs, cuda,
-                       kfile)
-            done.append(label)
+        for i, c in enumerate(spec["calls"]):
+            status["running"] = c["label"]
+            _trace_one(torch, hookmod, mark, folder, c["label"], resolve(c["fn"]), c["args"],
+                       c["kwargs"], cuda, f"profile-{i}.json")
+            done.append(c["label"])
         status.pop("running", None)
         status["ok"] = True
     except BaseException as e:  # report, never raise: the parent reads status.json
@@ -174,8 +145,4 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             libc.fflush(None)
-    return 0 if status.get("ok") else 1
-
-
-if __name__ == "__main__":
-    os._exit(main(sys.argv[1:]))
+    os._exit(0 if status.get("ok") else 1)

@@ -2,35 +2,24 @@
 
 Started by :func:`cusolver_trace.tracing.program.program_command` as::
 
-    python3 [interpreter options] -c BOOTSTRAP <_hook.py> <_progboot.py> OUTDIR MODE TARGET ARGS...
+    python3 [interpreter options] -c BOOTSTRAP <_hook.py> <_progboot.py> OUTDIR OPS MODE TARGET ARGS...
 
-The bootstrap first loads ``_hook.py`` by path (stdlib only) and installs the C
-``stdout`` hook -- before anything imports torch, and so before cuSOLVER /
-cuBLAS are loaded -- then loads this file by path and calls :func:`main`. It
-does not import :mod:`cusolver_trace` (the program may not have it on its path).
+The bootstrap first loads ``_hook.py`` by path (stdlib only) and installs the C ``stdout``
+hook -- before anything imports torch, and so before cuSOLVER / cuBLAS are loaded -- then
+loads this file by path and calls :func:`main`. It does not import :mod:`cusolver_trace`
+(the program may not have it on its path).
 
-:func:`main` imports torch, starts ``torch.profiler`` (CPU, plus CUDA when a GPU
-is visible), switches the hook's per-record markers and source-line capture on,
-runs the program (``MODE`` = ``path``: ``runpy.run_path``; ``module``:
-``runpy.run_module``; ``code``: ``exec``) with ``sys.argv`` as the program
-expects it, then stops the profiler and writes into ``OUTDIR``:
+:func:`main` imports torch, starts the profiler (:class:`~._hook.Profiler`; every torch op
+too when ``OPS`` is ``ops``), switches the hook's markers and source-line capture on, runs
+the program (``MODE``: ``path``, ``module`` or ``code``) with ``sys.argv`` as it expects,
+then stops the profiler and writes into ``OUTDIR`` ``profile.json`` (:func:`~._hook.correlate`
+plus ``sources``) and ``status.json`` (``timing``, ``cuda``, ``why``, ``all_ops``,
+``tracing_s``). See docs/tracing-programs.md, "How GPU time per call is measured".
 
-* ``status.json`` -- ``{"timing": bool, "cuda": bool, "why": str | None}``
-* ``hook.json``   -- ``{"names": [...], "sources": [[file, line, code] | null, ...]}``
-* ``events.json`` -- the profiler events that matter, as lists
-  ``[device, start_ns, duration_ns, correlation_id, name, thread, device_index, resource]``:
-  the ``ct_api#`` markers, CUDA runtime launch / memcpy / memset calls, ``aten::`` and
-  ``autograd::`` ops (for ``--by op``), and every GPU event.
-
-Why torch.profiler (and not CUPTI directly through cupti-python): it is what the
-project already uses for ``trace(fn)``, it gives kernels, runtime launches and
-aten ops with shared correlation ids in one place, and cupti-python is not
-installed on the GPU machine.
-
-Whatever happens -- no torch, no GPU, a hook that could not be installed -- the
-program still runs; ``status.json`` says why there is no timing. The program's
-own exit (``SystemExit``, an exception, ``KeyboardInterrupt``) is re-raised
-after the files are written, so its exit status and traceback are unchanged.
+Whatever happens -- no torch, no GPU, a hook that could not be installed -- the program still
+runs; ``status.json`` says why there is no timing. The program's own exit (``SystemExit``,
+an exception, ``KeyboardInterrupt``) is re-raised after the files are written, so its exit
+status and traceback are unchanged.
 """
 from __future__ import annotations
 
@@ -39,44 +28,15 @@ import os
 import runpy
 import sys
 import sysconfig
-
-_KEEP_CPU_PREFIXES = ("ct_api#", "cudaLaunch", "cuLaunch", "cudaMemcpy", "cudaMemset",
-                      "cuMemcpy", "cuMemset", "cudaGraphLaunch", "cuGraphLaunch",
-                      "aten::", "autograd::")
+import time
 
 
 def _write(folder: str, name: str, obj) -> None:
     try:
         with open(os.path.join(folder, name), "w") as fh:
-            json.dump(obj, fh)
+            json.dump(obj, fh, separators=(",", ":"))
     except (OSError, TypeError, ValueError):
         pass
-
-
-def _opt(e, method: str) -> int:
-    """An optional integer field of a kineto event (0 where this torch lacks it)."""
-    try:
-        return int(getattr(e, method)())
-    except Exception:
-        return 0
-
-
-def _events(prof, hook) -> list:
-    # the hook module the bootstrap loaded (or cusolver_trace.tracing._hook when imported)
-    annotation = sys.modules[type(hook).__module__]._annotation
-    out = []
-    for e in prof.profiler.kineto_results.events():
-        cuda = "CUDA" in str(e.device_type())
-        if cuda and annotation(e):  # a record_function range drawn on the GPU: not a kernel
-            continue
-        name = e.name()
-        if not cuda and not name.startswith(_KEEP_CPU_PREFIXES):
-            continue
-        out.append(["cuda" if cuda else "cpu", int(e.start_ns()), int(e.duration_ns()),
-                    int(e.correlation_id()), name, _opt(e, "start_thread_id"),
-                    _opt(e, "device_index"), _opt(e, "device_resource_id")])
-    out.sort(key=lambda r: r[1])
-    return out
 
 
 def _skip_prefixes(torch_mod) -> tuple:
@@ -131,33 +91,33 @@ def _run_program(mode: str, target: str, args: list) -> None:
         exec(code, main_mod.__dict__)
 
 
-def main(hook, argv: list) -> None:
-    """Run the program in ``argv`` = ``[OUTDIR, MODE, TARGET, *ARGS]`` under the profiler.
+def main(hookmod, argv: list) -> None:
+    """Run the program in ``argv`` = ``[OUTDIR, OPS, MODE, TARGET, *ARGS]`` under the profiler.
 
     Parameters
     ----------
-    hook : StdoutHook or None
-        What ``install_stdout_hook()`` returned in the bootstrap.
+    hookmod : module
+        ``_hook.py`` as the bootstrap loaded it; ``hookmod.HOOK`` is what
+        ``install_stdout_hook()`` returned (``None``: no hook).
     argv : list of str
-        ``OUTDIR``, ``MODE`` (``path`` / ``module`` / ``code``), ``TARGET``, program args.
+        ``OUTDIR``, ``OPS`` (``ops``: record every torch op; ``calls``: only what the
+        per-call times need), ``MODE`` (``path`` / ``module`` / ``code``), ``TARGET``,
+        program args.
 
     Returns
     -------
     None
-        The program's own ``SystemExit`` or exception propagates (after the files
-        are written).
+        The program's own ``SystemExit`` or exception propagates (after the files are
+        written).
 
     Raises
     ------
     BaseException
         Whatever the program raised.
-
-    Examples
-    --------
-    Not called by hand: see :func:`cusolver_trace.tracing.program.program_command`.
     """
-    folder, mode, target, args = argv[0], argv[1], argv[2], list(argv[3:])
-    status = {"timing": False, "cuda": False, "why": None}
+    hook = hookmod.HOOK
+    folder, all_ops, mode, target, args = argv[0], argv[1] == "ops", argv[2], argv[3], list(argv[4:])
+    status = {"timing": False, "cuda": False, "why": None, "all_ops": all_ops, "tracing_s": {}}
     prof = None
     torch = None
     if hook is None:
@@ -171,18 +131,14 @@ def main(hook, argv: list) -> None:
             status["why"] = f"torch is not importable in the program's Python ({type(e).__name__}: {e})"
     if torch is not None:
         try:
-            import warnings
-
-            from torch.profiler import ProfilerActivity, profile
-
             cuda = bool(torch.cuda.is_available())
             status["cuda"] = cuda
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
             hook.skip_prefixes = _skip_prefixes(torch)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                prof = profile(activities=activities)
-                prof.start()
+            t = time.perf_counter()
+            prof = hookmod.Profiler(torch, cuda=cuda, all_ops=all_ops)
+            prof.start()
+            status["tracing_s"]["profiler start"] = time.perf_counter() - t
+            status["all_ops"] = prof.all_ops
             hook.reset()
             hook.capture_source = True
             hook.profiling = True
@@ -200,27 +156,7 @@ def main(hook, argv: list) -> None:
     except BaseException as e:  # SystemExit, KeyboardInterrupt, the program's own errors
         failure = e
     finally:
-        if prof is not None:
-            hook.profiling = False
-            try:
-                if status["cuda"]:
-                    torch.cuda.synchronize()
-            except Exception:
-                pass
-            try:
-                prof.stop()
-                _write(folder, "events.json", _events(prof, hook))
-            except Exception as e:
-                status["timing"] = False
-                status["why"] = f"torch.profiler failed to stop ({type(e).__name__}: {e})"
-        if hook is not None:
-            _write(folder, "hook.json", {"names": list(hook.names),
-                                         "sources": [list(s) if s else None for s in hook.sources]})
-        _write(folder, "status.json", status)
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
+        _finish(hookmod, hook, prof, torch, status, folder)
     if failure is None:
         _leave(hook, 0)
         return
@@ -251,6 +187,40 @@ def main(hook, argv: list) -> None:
         pass
     _leave(hook, 1)
     sys.exit(1)
+
+
+def _finish(hookmod, hook, prof, torch, status: dict, folder: str) -> None:
+    """Stop the profiler, correlate, write ``profile.json`` and ``status.json``."""
+    cost = status["tracing_s"]
+    profile = None
+    if prof is not None:
+        hook.profiling = False
+        try:
+            if status["cuda"]:
+                torch.cuda.synchronize()
+        except Exception:
+            pass
+        try:
+            t = time.perf_counter()
+            events = prof.stop()
+            cost["profiler stop"] = time.perf_counter() - t
+            t = time.perf_counter()
+            profile = hookmod.correlate(events, all_ops=prof.all_ops)
+            cost["correlation"] = time.perf_counter() - t
+            cost["events"] = len(events)
+        except Exception as e:
+            status["timing"] = False
+            status["why"] = f"torch.profiler failed to stop ({type(e).__name__}: {e})"
+    if profile is not None:
+        t = time.perf_counter()
+        profile["sources"] = hook.resolved_sources()
+        _write(folder, "profile.json", profile)
+        cost["write"] = time.perf_counter() - t
+    _write(folder, "status.json", status)
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
 
 
 def _leave(hook, code: int) -> None:

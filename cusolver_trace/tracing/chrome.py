@@ -1,21 +1,10 @@
 """Timeline export: a trace as Chrome-trace / Perfetto JSON (``cusolver-trace trace --chrome PATH``).
 
-Open the file in https://ui.perfetto.dev or ``chrome://tracing``. Layout:
-
-* process 1 ``host``: thread 1 holds the cuSOLVER / cuBLAS API calls as complete
-  (``"ph": "X"``) events, named by function, category = library, ``args`` = the
-  call's typed arguments (plus ``section``, ``op``, ``where`` when known). A cuBLAS
-  call made inside a cuSOLVER call lies inside it (nested slices).
-* process 2 ``GPU``: one thread per CUDA stream, the kernels / memcpys with their
-  GPU start and duration; ``args.call`` names the API call that launched each
-  (absent for torch's own kernels).
-
-``ts`` / ``dur`` are microseconds. With a profiled program they are the
-profiler's times (from the first event); without timing (a captured log) the
-calls are laid out one after the other, 10 µs each, in log order -- the order is
-real, the times are not (``otherData.synthetic_time`` is true).
-
-:func:`validate_chrome_trace` checks the structure this module promises.
+Process 1 ``host`` holds the API calls (complete ``"X"`` events, nested as the calls are)
+and, on a second track, the ``#### label`` sections (the trace's ``range`` events); process 2 ``GPU`` one track per CUDA stream with the trace's GPU activities (``args.call``:
+the call that launched each). ``ts`` / ``dur`` are microseconds from the profiler's first
+event; without times (a captured log) the calls are laid out 10 µs apart in log order
+(``otherData.synthetic_time``). See docs/tracing-programs.md, "--chrome".
 """
 from __future__ import annotations
 
@@ -24,18 +13,18 @@ from typing import Any
 
 __all__ = ["chrome_trace", "write_chrome_trace", "validate_chrome_trace"]
 
-HOST_PID, GPU_PID, API_TID = 1, 2, 1
+HOST_PID, GPU_PID, API_TID, RANGE_TID = 1, 2, 1, 2
 _SLOT_US = 10.0
 
 
 def _args(call) -> dict:
-    a: dict[str, Any] = {k: v for k, v in call.values().items()}
+    a: dict[str, Any] = dict(call.values())
     for key in ("section", "op", "where", "code"):
         v = getattr(call, key, None)
         if v is not None:
             a[key] = v
     if call.kernels is not None:
-        a["gpu_ms"] = sum(ms for _k, ms in call.kernels)
+        a["gpu_ms"] = call.gpu_ms
         a["kernels"] = len(call.kernels)
     return a
 
@@ -46,8 +35,8 @@ def chrome_trace(trace) -> dict:
     Parameters
     ----------
     trace : Trace
-        With ``calls`` (``None`` is treated as no calls). Uses each call's ``span``
-        and ``trace.gpu_events`` when the program was profiled.
+        With ``calls`` (``None`` is treated as no calls). Uses each call's ``start_us`` /
+        ``dur_us`` and ``trace.activities`` when the program was profiled.
 
     Returns
     -------
@@ -64,8 +53,8 @@ def chrome_trace(trace) -> dict:
     >>> validate_chrome_trace(d)
     []
     """
-    records = trace.records() if trace.calls else []
-    timed = bool(records) and all(r.span is not None for r in records)
+    records = trace.records()
+    timed = bool(records) and all(r.start_us is not None for r in records)
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0,
          "args": {"name": f"host: {trace.label or 'trace'}"}},
@@ -73,58 +62,61 @@ def chrome_trace(trace) -> dict:
          "args": {"name": "cuSOLVER / cuBLAS API calls"}},
     ]
     spans: dict[int, tuple[float, float]] = {}
-    if timed:
-        def fix(c) -> tuple[float, float]:
-            s, e = c.span
-            for ch in c.children:
-                cs, ce = fix(ch)
-                e = max(e, ce)
-            spans[id(c)] = (s, e)
-            return s, e
+    clock = [0.0]
 
-        for c in trace.calls:
-            fix(c)
-    else:
-        clock = [0.0]
-
-        def lay(c) -> None:
-            start = clock[0]
+    def lay(c) -> tuple[float, float]:
+        """Span of ``c`` enclosing its nested calls (synthetic slots without times)."""
+        if timed:
+            s, e = c.start_us, c.start_us + (c.dur_us or 0.0)
+        else:
+            s = clock[0]
             clock[0] += _SLOT_US
-            for ch in c.children:
-                lay(ch)
-            spans[id(c)] = (start, clock[0] - 1.0)
+        for ch in c.children:
+            e_ch = lay(ch)[1]
+            if timed:
+                e = max(e, e_ch)
+        if not timed:
+            e = clock[0] - 1.0
+        spans[id(c)] = (s, e)
+        return s, e
 
-        for c in trace.calls or []:
-            lay(c)
-    api = []
     prev_end = 0.0
     for c in trace.calls or []:  # top-level calls must not overlap each other
-        s, e = spans[id(c)]
+        s, e = lay(c)
         s = max(s, prev_end)
         spans[id(c)] = (s, max(e, s))
         prev_end = spans[id(c)][1]
+    api = []
     for r in records:
         s, e = spans.get(id(r), (0.0, 0.0))
-        api.append({"ph": "X", "name": r.function, "cat": r.library, "pid": HOST_PID,
+        api.append({"ph": "X", "name": r.name, "cat": r.library, "pid": HOST_PID,
                     "tid": API_TID, "ts": round(s, 3), "dur": round(max(e - s, 0.0), 3),
                     "args": _args(r)})
     api.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
     events += api
-    gpu = list(trace.gpu_events or [])
+    ranges = trace.ranges()
+    if ranges:
+        events.append({"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": RANGE_TID,
+                       "args": {"name": "sections (#### label)"}})
+    for r in ranges:  # from the first call's start to the last one's end, as drawn above
+        s, e = spans[id(r.children[0])][0], spans[id(r.children[-1])][1]
+        events.append({"ph": "X", "name": r.name, "cat": "range", "pid": HOST_PID,
+                       "tid": RANGE_TID, "ts": round(s, 3), "dur": round(max(e - s, 0.0), 3),
+                       "args": {"calls": sum(1 for c in r.children for _ in c.walk())}})
+    gpu = list(trace.activities or [])
     if gpu:
-        names = {i: r.function for i, r in enumerate(records)}
         events.append({"ph": "M", "name": "process_name", "pid": GPU_PID, "tid": 0,
                        "args": {"name": "GPU"}})
-        for stream in sorted({g.stream for g in gpu}):
+        for stream in sorted({g.stream or 0 for g in gpu}):
             events.append({"ph": "M", "name": "thread_name", "pid": GPU_PID, "tid": int(stream),
                            "args": {"name": f"stream {stream}"}})
-        for g in sorted(gpu, key=lambda g: (g.stream, g.start_us)):
-            args = {"device": g.device}
-            if g.record is not None and g.record in names:
-                args["call"] = names[g.record]
-            events.append({"ph": "X", "name": g.name, "cat": "kernel", "pid": GPU_PID,
-                           "tid": int(g.stream), "ts": round(g.start_us, 3),
-                           "dur": round(max(g.dur_us, 0.0), 3), "args": args})
+        for g in sorted(gpu, key=lambda g: (g.stream or 0, g.start_us or 0.0)):
+            args: dict = {"device": g.device, "activity": g.activity}
+            if g.parent is not None:
+                args["call"] = g.parent.name
+            events.append({"ph": "X", "name": g.name, "cat": g.activity, "pid": GPU_PID,
+                           "tid": int(g.stream or 0), "ts": round(max(g.start_us or 0.0, 0.0), 3),
+                           "dur": round(max(g.dur_us or 0.0, 0.0), 3), "args": args})
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"label": trace.label, "synthetic_time": not timed,
                           "producer": "cusolver-trace"}}

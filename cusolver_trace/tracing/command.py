@@ -102,7 +102,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", type=_by_keys, default=("routine",), metavar="KEYS",
                    help="group the summary (and, for op / line, the tree) by: routine (default), "
                         "shape (routine + size arguments n/m/k/nrhs/batchSize/lda), op (the torch "
-                        "op that issued each call), line (the program's source line); "
+                        "op that issued each call: the program then records every torch op, "
+                        "which costs time), line (the program's source line); "
                         "comma-separated, e.g. routine,shape")
     # two flags of one mutually exclusive group, not BooleanOptionalAction: given both,
     # argparse would keep the last one without a word
@@ -119,8 +120,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chrome", metavar="PATH",
                    help="write a Chrome-trace / Perfetto timeline JSON (API calls, kernels) to PATH")
     p.add_argument("--full", action="store_true",
-                   help="JSON with every record (pointers, log lines, kernels per record) "
-                        "instead of the compact tree")
+                   help="JSON with every record (pointers, log lines, kernels per record), "
+                        "every GPU activity and the program's output, besides the folded tree, "
+                        "the summary and the per-name kernel totals it always has")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="the program and its arguments, after '--'")
 
@@ -180,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _write_json(trace, path: str, console, *, full: bool = False, summary=None) -> None:
     from rich.markup import escape
 
-    text = trace.to_json(compact=not full, records=full, summary=summary)
+    text = trace.to_json(full=full, summary=summary)
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -201,6 +203,78 @@ def _echo(stream, lines) -> None:
             enc = getattr(stream, "encoding", None) or "ascii"
             stream.write((line + "\n").encode(enc, "backslashreplace").decode(enc))
     stream.flush()
+
+
+def command_inputs(command: Sequence[str]) -> list[str]:
+    """Files a command reads, as far as its words say: the program (found on ``PATH``) and
+    every argument that names an existing regular file (``prog.py``, a data file).
+
+    Parameters
+    ----------
+    command : sequence of str
+        The program and its arguments.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> command_inputs(["no-such-program-xyz", "-c", "print(1)"])
+    []
+    """
+    import shutil
+
+    words = list(command)
+    found = [shutil.which(words[0]) or words[0]] + words[1:] if words else []
+    out = []
+    for w in found:
+        try:
+            if os.path.isfile(w):
+                out.append(w)
+        except (ValueError, OSError):  # a NUL in an argument, a name too long
+            continue
+    return out
+
+
+def whole_writes():
+    """Context manager: ``sys.stdout`` goes through a buffered writer while it is active.
+
+    With ``PYTHONUNBUFFERED`` (or ``-u``) ``sys.stdout`` writes straight to the file
+    descriptor, and a write that the pipe takes only in part (the reader left: ``| head
+    -c 10``) loses the rest without an error. A buffered writer writes everything or
+    raises ``BrokenPipeError`` (the commands then exit with 141). Line-buffered, so the
+    output still appears as it is produced. Leaving the block flushes (and may raise
+    ``BrokenPipeError``); ``sys.stdout`` is restored either way.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+    """
+    import contextlib
+    import io
+
+    @contextlib.contextmanager
+    def manager():
+        out = sys.stdout
+        raw = getattr(out, "buffer", None)
+        if not isinstance(raw, io.RawIOBase):  # already buffered, or not a real file
+            yield
+            return
+        wrapped = io.TextIOWrapper(io.BufferedWriter(raw), encoding=out.encoding,
+                                   errors=out.errors, line_buffering=True)
+        sys.stdout = wrapped
+        try:
+            yield
+            wrapped.flush()
+        finally:
+            sys.stdout = out
+            try:
+                wrapped.detach().detach()  # leaves the raw stream open
+            except (OSError, ValueError):  # the reader went away: what is left is lost
+                pass
+
+    return manager()
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -267,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]cusolver-trace trace: error: {escape(msg)}[/red]", soft_wrap=True)
 
     try:
-        return _run(args, say)
+        with whole_writes():
+            return _run(args, say)
     except _Failure as e:
         say(str(e))
         return e.code
@@ -356,9 +431,13 @@ def _run(args: argparse.Namespace, say) -> int:
         if problem:
             raise _Failure(problem)
     inputs = [("--from-log", args.from_log)] if args.from_log else []
+    inputs += [("the command", p) for p in command_inputs(command)]
     for i, (option, path) in enumerate(outputs):
         for other, other_path in outputs[i + 1:] + inputs:
             if _same_file(path, other_path):
+                if other == "the command":
+                    raise _Failure(f"{option} {path} is a file the command reads "
+                                   f"({other_path}); it would be overwritten")
                 raise _Failure(f"{option} and {other} name the same file: {path}")
 
     if args.from_log:
@@ -402,11 +481,12 @@ def _run(args: argparse.Namespace, say) -> int:
             unprofiled_s = plain.wall_s
         with tempfile.TemporaryDirectory(prefix="cusolver-trace-prof-") as prof_dir:
             argv, why_not = (None, "--no-timing was given") if no_timing else \
-                program_command(command, prof_dir)
+                program_command(command, prof_dir, all_ops="op" in by)
             result = run_traced(argv or command, log_path=args.keep_log, timeout=args.timeout)
             result.argv = list(command)
             argv_profiled = argv is not None
-            timing_notes, timing = _program_timing(result, prof_dir if argv else None, why_not)
+            timing_notes, activities, cost = _program_timing(result, prof_dir if argv else None,
+                                                             why_not)
     except ProgramStartError as e:
         raise _Failure(e.strerror or str(e), e.exit_status) from None
     except OSError as e:
@@ -431,8 +511,10 @@ def _run(args: argparse.Namespace, say) -> int:
         trace = result.to_trace()
     trace.wall_s, trace.wall_s_unprofiled = result.wall_s, unprofiled_s
     trace.notes.extend(timing_notes)
-    if timing is not None:
-        trace.outside_kernels, trace.gpu_events = timing
+    trace.tracing_s = {**cost, "log parsing": result.parse_s}
+    if activities is not None:
+        mine = {id(r) for r in trace.records()}
+        trace.activities = [a for a in activities if a.parent is None or id(a.parent) in mine]
     else:
         trace.why_no_times = (timing_notes[0].removeprefix("no per-call GPU time: ")
                               if timing_notes else "not measured")
@@ -477,25 +559,21 @@ def _finish_outputs(trace, args, out, summary, chrome: str | None, full: bool) -
 def _program_timing(result, prof_dir: str | None, why_not: str | None):
     """Per-call GPU times of a program run through the bootstrap.
 
-    Returns ``(notes, (outside_kernels, gpu_events) | None)``; sets the records'
-    kernels / op / where / span in place."""
-    from .program import apply_timing, attribute_program, load_program_profile
+    Returns ``(notes, activities | None, tracing_s)``; sets the records' kernels / op /
+    where / span in place."""
+    from .program import attach, load_profile
 
     if prof_dir is None:
-        return [f"no per-call GPU time: {why_not}"], None
-    prof = load_program_profile(prof_dir)
-    if not prof.timing:
-        return [f"no per-call GPU time: {prof.why}"], None
+        return [f"no per-call GPU time: {why_not}"], None, {}
+    status, profile = load_profile(prof_dir)
+    cost = {k: v for k, v in (status.get("tracing_s") or {}).items() if k != "events"}
+    if not status.get("timing"):
+        return [f"no per-call GPU time: {status.get('why')}"], None, cost
     notes: list[str] = []
-    timing = attribute_program(prof.events)
-    outside = apply_timing(result.log.records, timing, prof.sources, notes)
-    if outside is None:
-        return notes, None
-    if not prof.cuda:  # ops and source lines are known, GPU times are not
-        for r in result.log.records:
-            r.kernels = None
-        return [f"no per-call GPU time: {prof.why}"], None
-    return notes, (outside, timing.gpu)
+    activities = attach(result.log.records, profile, notes, gpu=bool(status.get("cuda")))
+    if not status.get("cuda"):  # ops and source lines are known, GPU times are not
+        return notes + [f"no per-call GPU time: {status.get('why')}"], None, cost
+    return notes, activities, cost
 
 
 def main(argv: Sequence[str] | None = None) -> int:

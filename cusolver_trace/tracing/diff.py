@@ -1,45 +1,81 @@
 """Compare two traces call by call (``cusolver-trace diff A.json B.json``).
 
-A trace JSON (``cusolver-trace trace --json``, any of its forms, or
-``Trace.to_dict()``) is flattened into the sequence of API calls it stands for:
-a node with ``count`` k is k calls, cuBLAS calls nested under a cuSOLVER call
-follow it (one level deeper). Each call is compared by library, function,
-nesting depth and every typed (non-pointer) argument; pointers, log line
-numbers, section labels and times are not compared. Setup calls (handles,
-streams, params, math mode) are left out unless ``all=True``.
+A trace JSON (``cusolver-trace trace --json``, any of its forms, or ``Trace.to_dict()``) is
+expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
+cuBLAS calls nested under a cuSOLVER call follow it (one level deeper), a folded loop
+``{"repeat": k, "calls": [...]}`` is its calls k times, ``{"section": label, "calls": [...]}``
+its calls (in that section). Each call is compared by library,
+function, nesting depth and every typed (non-pointer) argument; pointers, log line
+numbers, section labels and times are not compared. Setup calls (handles, streams, params,
+math mode) are left out unless ``all=True``.
 
-The two sequences are aligned (:class:`difflib.SequenceMatcher`): calls only in
-B are *added*, only in A *removed*, and a replaced stretch pairs calls up one to
-one as *changed* (the rest added / removed). GPU time per routine is summed
-from the nodes' own times (``self_gpu_ms``) when the traces have them.
+The two sequences are aligned in near-linear time, each distinct call standing for one
+integer: the common head and tail are taken off, calls that occur once in each side anchor
+the rest (patience diff: the longest run of such calls in the same order), and what lies
+between two anchors is aligned with Myers' O((N+M)D) algorithm -- fast when the stretches
+differ in few calls, however long they are (a loop with one iteration more). Calls only in B
+are *added*, only in A *removed*, and a replaced stretch pairs calls up one to one as
+*changed* (the rest added / removed). A stretch that differs in more than
+:data:`MAX_EDITS` calls is paired up in order without a search (``approximate``). GPU time per
+routine is summed from the nodes' own times (``self_gpu_ms``) when the traces have them.
 """
 from __future__ import annotations
 
-import difflib
+import bisect
 import json
+import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._hook import call_kind
+
 __all__ = ["TraceInputError", "FlatCall", "CallDifference", "TraceDiff", "load_trace_json",
-           "flatten", "diff_traces", "calls_equal"]
+           "flatten", "diff_traces", "calls_equal", "MAX_EDITS"]
 
 _SCHEMA_PREFIX = "cusolver-trace/trace/"
 _MAX_CALLS = 5_000_000
+_MAX_COUNT = 10_000_000
+#: Differences kept one by one in a :class:`TraceDiff` (the counts cover all of them).
+MAX_SHOWN = 10_000
+#: Edits Myers' search may spend on one stretch between anchors before pairing it up in order.
+MAX_EDITS = 1000
 
 
 class TraceInputError(ValueError):
     """A file or object that is not a usable trace JSON; the message is one line."""
 
 
+class _Json(str):
+    """An argument value that is not a string or an integer, as its JSON text: ``1.0``,
+    ``true``, ``[1, 2]`` compare unequal to ``1``, ``"true"`` and to each other's text."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is _Json and str.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(("json", str(self)))
+
+
+def _value(v: Any) -> Any:
+    return v if type(v) in (str, int) else _Json(json.dumps(v, sort_keys=True))
+
+
 @dataclass(frozen=True)
 class FlatCall:
-    """One API call of a flattened trace."""
+    """One API call of a flattened trace. ``args``: ``((name, value), ...)`` in logged order,
+    strings and integers as they are, other values as their JSON text."""
 
     library: str
     function: str
     depth: int
-    args: tuple          # ((name, value), ...) in logged order, values JSON-encoded
+    args: tuple
     section: str | None = field(default=None, compare=False)
     gpu_ms: float | None = field(default=None, compare=False)
 
@@ -48,18 +84,18 @@ class FlatCall:
         return (self.library, self.function, self.depth, self.args)
 
     def label(self) -> str:
-        args = " ".join(f"{k}={json.loads(v) if v.startswith(chr(34)) else v}" for k, v in self.args)
+        args = " ".join(f"{k}={v}" for k, v in self.args)
         return f"{'  ' * self.depth}{self.function}  {args}".rstrip()
 
 
 @dataclass
 class CallDifference:
-    """The first place where two call sequences differ.
+    """One place where two call sequences differ.
 
     Attributes
     ----------
     index_a, index_b : int        positions in the flattened sequences (0-based)
-    a, b : FlatCall | None        the calls there (``None``: the sequence ended)
+    a, b : FlatCall | None        the calls there (``None``: only in the other one)
     kind : str                    ``"changed"``, ``"added"`` or ``"removed"``
     fields : list[str]            for ``changed``: what differs (``"n: 256 -> 96"``)
     """
@@ -87,10 +123,6 @@ class CallDifference:
                 "fields": list(self.fields), "text": str(self)}
 
 
-def _enc(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)
-
-
 def _nodes(obj, where: str) -> list:
     if not isinstance(obj, dict) or not str(obj.get("schema", "")).startswith(_SCHEMA_PREFIX):
         raise TraceInputError(f"{where}: not a cusolver-trace trace JSON (no "
@@ -102,6 +134,116 @@ def _nodes(obj, where: str) -> list:
     if not isinstance(calls, list):
         raise TraceInputError(f"{where}: 'calls' is not a list")
     return calls
+
+
+def _count(value, what: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TraceInputError(f"{where}: malformed {what} (needs a whole number >= 0)")
+    if value > _MAX_COUNT:
+        raise TraceInputError(f"{where}: implausible call count {value}")
+    return value
+
+
+class _Flat:
+    """A trace expanded into its call sequence: ``calls`` (FlatCall) and ``ids`` (one integer
+    per distinct call, shared by both sides through ``intern``)."""
+
+    def __init__(self, trace: Any, intern: dict, *, all: bool, section: str | None, where: str):
+        if hasattr(trace, "to_dict") and not isinstance(trace, dict):
+            trace = trace.to_dict()
+        nodes = _nodes(trace, where)
+        if section is not None:
+            sections = trace.get("sections")
+            sections = [] if sections is None else sections
+            if not isinstance(sections, list) or any(not isinstance(x, str) for x in sections):
+                raise TraceInputError(f"{where}: 'sections' is not a list of section labels")
+            if section not in sections:
+                known = "; ".join(sections) or "(none)"
+                raise TraceInputError(f"{where}: no section {section!r} (sections: {known})")
+        self.intern, self.all, self.section, self.where = intern, all, section, where
+        self._calls: dict = {}
+        try:
+            self.calls, self.ids = self._expand(nodes, 0, 1, None)
+        except RecursionError:
+            raise TraceInputError(f"{where}: call nodes nested too deeply") from None
+
+    def _expand(self, items: list, depth: int, mult: int, within) -> tuple[list, list]:
+        calls: list = []
+        ids: list = []
+        where, memo, intern = self.where, self._calls, self.intern
+        for node in items:
+            if type(node) is not dict:
+                raise TraceInputError(f"{where}: a call node is not an object")
+            if "function" not in node and ("repeat" in node or "section" in node):
+                body = node.get("calls")  # a folded loop, or the calls of a section
+                if not isinstance(body, list) or "repeat" in node and "section" in node:
+                    raise TraceInputError(f"{where}: malformed block (needs repeat or section, "
+                                          f"and calls)")
+                k = _count(node.get("repeat", 1), "repeat count", where)
+                label = node.get("section", within)
+                if not isinstance(label, (str, type(None))):
+                    raise TraceInputError(f"{where}: a section label is not a string")
+                sub_calls, sub_ids = self._expand(body, depth, mult * max(k, 1), label)
+                self._grow(len(calls) + len(sub_calls) * k)
+                calls += sub_calls * k
+                ids += sub_ids * k
+                continue
+            fn, lib = node.get("function"), node.get("library")
+            args, children = node.get("args", {}), node.get("children", ())
+            if type(fn) is not str or type(lib) is not str or type(args) is not dict \
+                    or not isinstance(children, (list, tuple)):
+                raise TraceInputError(f"{where}: malformed call node (needs library, function, "
+                                      f"count, args, children)")
+            count = node.get("count", 1)
+            if type(count) is not int or not 0 <= count <= _MAX_COUNT:
+                count = _count(count, "call node (count)", where)
+            section = node.get("section", within)
+            if self.section is not None and section != self.section:
+                continue
+            if not self.all and (node.get("kind") or call_kind(fn)) == "setup":
+                continue
+            self_ms = node.get("self_gpu_ms")
+            per = None
+            if self_ms is not None:
+                self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
+                per = self_ms / (count * mult) if self_ms is not None and count else None
+            # one dictionary look-up per node: the argument values with their types (1,
+            # 1.0 and true are equal in Python, not in the trace)
+            values = tuple(args.values())
+            try:
+                quick = (lib, fn, depth, tuple(args), values, tuple(map(type, values)), section, per)
+                fc, ident = memo[quick]
+            except TypeError:  # an unhashable value (a list): through its JSON text
+                quick = None
+                fc = None
+            except KeyError:
+                fc = None
+            if fc is None:
+                key = (lib, fn, depth, tuple((str(k), _value(v)) for k, v in args.items()))
+                ident = intern.setdefault(key, len(intern))
+                fc = FlatCall(lib, fn, depth, key[3], section, per)
+                if quick is not None:
+                    memo[quick] = (fc, ident)
+            if not children:
+                if count == 1:
+                    calls.append(fc)
+                    ids.append(ident)
+                    continue
+                self._grow(len(calls) + count)
+                calls += [fc] * count
+                ids += [ident] * count
+                continue
+            ch_calls, ch_ids = self._expand(children, depth + 1, mult * max(count, 1), section)
+            self._grow(len(calls) + (1 + len(ch_calls)) * count)
+            calls += ([fc] + ch_calls) * count
+            ids += ([ident] + ch_ids) * count
+        self._grow(len(calls))
+        return calls, ids
+
+    def _grow(self, n: int) -> None:
+        if n > _MAX_CALLS:
+            raise TraceInputError(f"{self.where}: more than {_MAX_CALLS} calls once the counts "
+                                  f"are expanded; not a plausible trace")
 
 
 def flatten(trace: Any, *, all: bool = False, section: str | None = None,
@@ -132,57 +274,43 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/1", "calls": [
-    ...     {"library": "cuSOLVER", "function": "cusolverDnXpotrs", "kind": "compute", "count": 2,
+    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
+    ...     {"library": "cuSOLVER", "function": "cusolverDnXpotrs", "count": 2,
     ...      "args": {"n": 4}, "children": []}]}
     >>> [c.function for c in flatten(t)]
     ['cusolverDnXpotrs', 'cusolverDnXpotrs']
     """
-    if hasattr(trace, "to_dict") and not isinstance(trace, dict):
-        trace = trace.to_dict(compact=True)
-    nodes = _nodes(trace, where)
-    if section is not None:
-        sections = trace.get("sections") or []
-        if section not in sections:
-            known = "; ".join(map(str, sections)) or "(none)"
-            raise TraceInputError(f"{where}: no section {section!r} (sections: {known})")
-    out: list[FlatCall] = []
+    return _Flat(trace, {}, all=all, section=section, where=where).calls
 
-    def walk(node, depth: int) -> None:
-        if not isinstance(node, dict):
-            raise TraceInputError(f"{where}: a call node is not an object")
-        fn, lib = node.get("function"), node.get("library")
-        count, args = node.get("count", 1), node.get("args", {})
-        children = node.get("children", [])
-        if not isinstance(fn, str) or not isinstance(lib, str) or not isinstance(args, dict) \
-                or isinstance(count, bool) or not isinstance(count, int) or count < 0 \
-                or not isinstance(children, list):
-            raise TraceInputError(f"{where}: malformed call node (needs library, function, "
-                                  f"count, args, children)")
-        if count > 10_000_000:
-            raise TraceInputError(f"{where}: implausible call count {count}")
-        kind = node.get("kind", "compute")
-        if section is not None and node.get("section") != section:
-            return
-        if kind == "setup" and not all:
-            return
-        key_args = tuple((str(k), _enc(v)) for k, v in args.items())
-        self_ms = node.get("self_gpu_ms")
-        per = self_ms / count if isinstance(self_ms, (int, float)) and count else None
-        for _ in range(count):
-            if len(out) >= _MAX_CALLS:
-                raise TraceInputError(f"{where}: more than {_MAX_CALLS} calls once the counts "
-                                      f"are expanded; not a plausible trace")
-            out.append(FlatCall(lib, fn, depth, key_args, node.get("section"), per))
-            for ch in children:
-                walk(ch, depth + 1)
 
+#: A GPU time above this (ms; about 30 years) is not a measurement.
+_MAX_MS = 1e12
+
+
+def _ms(value: Any, what: str) -> float | None:
+    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number, else a float.
+
+    Raises
+    ------
+    TraceInputError
+        For a number that is negative, not finite, or too large to be a time
+        (``10**400``, ``1e999``): one line naming it.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
     try:
-        for n in nodes:
-            walk(n, 0)
-    except RecursionError:
-        raise TraceInputError(f"{where}: call nodes nested too deeply") from None
-    return out
+        ms = float(value)
+    except OverflowError:
+        ms = math.inf
+    if not (0.0 <= ms <= _MAX_MS):
+        if isinstance(value, float):
+            shown = f"{value:.3g}"
+        elif abs(value) < 10**20:
+            shown = str(value)
+        else:  # str() of a huge int may be refused (sys.get_int_max_str_digits)
+            shown = f"an integer of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+        raise TraceInputError(f"{what} is {shown}: not a GPU time in ms")
+    return ms
 
 
 def load_trace_json(path: str | os.PathLike) -> dict:
@@ -248,12 +376,15 @@ class TraceDiff:
     ----------
     equal : bool                 the two call sequences are the same
     calls_a, calls_b : int       lengths of the sequences
-    differences : list[CallDifference]  every difference, in order
+    differences : list[CallDifference]  the differences in order (the first
+                                 :data:`MAX_SHOWN`; the counts cover all)
     added, removed, changed : int
     by_routine : dict            routine -> {"calls_a", "calls_b", "gpu_ms_a", "gpu_ms_b"}
     outside : dict or None       GPU time outside any library call (torch's ATen kernels,
                                  MAGMA's): {"gpu_ms_a", "gpu_ms_b", "kernels_a", "kernels_b"},
                                  from the traces' summaries; None when neither has one
+    approximate : bool           a stretch differed in more than :data:`MAX_EDITS` calls and
+                                 was paired up in order, without a search
     """
 
     equal: bool
@@ -265,6 +396,7 @@ class TraceDiff:
     changed: int
     by_routine: dict
     outside: dict | None = None
+    approximate: bool = False
 
     @property
     def first(self) -> CallDifference | None:
@@ -275,7 +407,7 @@ class TraceDiff:
         return {"equal": self.equal, "calls_a": self.calls_a, "calls_b": self.calls_b,
                 "added": self.added, "removed": self.removed, "changed": self.changed,
                 "differences": [d.to_dict() for d in diffs], "by_routine": self.by_routine,
-                "outside": self.outside}
+                "outside": self.outside, "approximate": self.approximate}
 
     def renderable(self, *, limit: int = 10, name_a: str = "A", name_b: str = "B"):
         """Rich renderable: the first ``limit`` differences, the counts, the per-routine table."""
@@ -290,9 +422,14 @@ class TraceDiff:
             parts.append(Text(f"the call sequences differ: {self.changed} changed, {self.added} "
                               f"added (only in {name_b}), {self.removed} removed (only in "
                               f"{name_a}); {self.calls_a} vs {self.calls_b} calls", style="bold red"))
-            parts.append(Text(f"first differences (of {len(self.differences)}):"))
+            n = self.added + self.removed + self.changed
+            parts.append(Text(f"first differences (of {n}):"))
             for d in self.differences[:limit]:
                 parts.append(Text("  " + str(d)))
+            if self.approximate:
+                parts.append(Text(f"note: a stretch differed in more than {MAX_EDITS} calls; its "
+                                  f"calls were paired up in order, without searching for the "
+                                  f"smallest set of changes", style="yellow"))
         t = Table(title="calls and GPU time by routine", title_justify="left", show_edge=False,
                   pad_edge=False)
         for col in ("routine", f"calls {name_a}", f"calls {name_b}", f"GPU ms {name_a}",
@@ -319,14 +456,205 @@ class TraceDiff:
 def _by_routine(a: list[FlatCall], b: list[FlatCall]) -> dict:
     out: dict[str, dict] = {}
     for side, calls in (("a", a), ("b", b)):
+        # the same FlatCall object stands for every repeat of a node: count objects
+        per_object: dict = {}
         for c in calls:
+            entry = per_object.get(id(c))
+            if entry is None:
+                per_object[id(c)] = [c, 1]
+            else:
+                entry[1] += 1
+        for c, n in per_object.values():
             r = out.setdefault(c.function, {"calls_a": 0, "calls_b": 0, "gpu_ms_a": None,
                                             "gpu_ms_b": None})
-            r[f"calls_{side}"] += 1
+            r[f"calls_{side}"] += n
             if c.gpu_ms is not None:
-                r[f"gpu_ms_{side}"] = (r[f"gpu_ms_{side}"] or 0.0) + c.gpu_ms
+                r[f"gpu_ms_{side}"] = (r[f"gpu_ms_{side}"] or 0.0) + c.gpu_ms * n
     return dict(sorted(out.items(), key=lambda kv: (-max(kv[1]["gpu_ms_a"] or 0, kv[1]["gpu_ms_b"] or 0),
                                                      -max(kv[1]["calls_a"], kv[1]["calls_b"]), kv[0])))
+
+
+def _common_head(a: list, ai: int, ahi: int, b: list, bi: int, bhi: int) -> int:
+    """Length of the common start of ``a[ai:ahi]`` and ``b[bi:bhi]`` (compared in chunks)."""
+    n, step = 0, 256
+    limit = min(ahi - ai, bhi - bi)
+    while n < limit:
+        s = min(step, limit - n)
+        if a[ai + n:ai + n + s] == b[bi + n:bi + n + s]:
+            n += s
+            step *= 2
+        elif s <= 8:
+            while n < limit and a[ai + n] == b[bi + n]:
+                n += 1
+            return n
+        else:
+            step = max(s // 8, 1)
+    return n
+
+
+def _common_tail(a: list, alo: int, ai: int, b: list, blo: int, bi: int) -> int:
+    """Length of the common end of ``a[alo:ai]`` and ``b[blo:bi]``."""
+    n, limit = 0, min(ai - alo, bi - blo)
+    while n < limit and a[ai - 1 - n] == b[bi - 1 - n]:
+        n += 1
+    return n
+
+
+def _anchors(a: list, alo: int, ahi: int, b: list, blo: int, bhi: int) -> list[tuple[int, int]]:
+    """Patience anchors: calls that occur once in each stretch, the longest run of them in
+    the same order on both sides (``(i, j)`` pairs, increasing)."""
+    ca, cb = Counter(a[alo:ahi]), Counter(b[blo:bhi])
+    unique = {v for v, n in ca.items() if n == 1 and cb.get(v) == 1}
+    if not unique:
+        return []
+    where_b = {b[j]: j for j in range(blo, bhi) if b[j] in unique}
+    pairs = [(i, where_b[a[i]]) for i in range(alo, ahi) if a[i] in unique]
+    # longest increasing subsequence of the j's (patience sorting)
+    tails: list[int] = []
+    tail_at: list[int] = []
+    back = [-1] * len(pairs)
+    for p, (_i, j) in enumerate(pairs):
+        k = bisect.bisect_left(tails, j)
+        if k == len(tails):
+            tails.append(j)
+            tail_at.append(p)
+        else:
+            tails[k], tail_at[k] = j, p
+        back[p] = tail_at[k - 1] if k else -1
+    out, p = [], tail_at[-1] if tail_at else -1
+    while p >= 0:
+        out.append(pairs[p])
+        p = back[p]
+    return out[::-1]
+
+
+def _myers(a: list, alo: int, ahi: int, b: list, blo: int, bhi: int, max_d: int):
+    """Shortest edit script of ``a[alo:ahi]`` -> ``b[blo:bhi]`` (Myers 1986, greedy forward
+    search) as ``(tag, i1, i2, j1, j2)`` opcodes, or ``None`` beyond ``max_d`` edits."""
+    n, m = ahi - alo, bhi - blo
+    v = {1: 0}
+    trace = []
+    for d in range(min(n + m, max_d) + 1):
+        trace.append(v.copy())
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[k - 1] < v[k + 1]):
+                x = v[k + 1]
+            else:
+                x = v[k - 1] + 1
+            y = x - k
+            if x < n and y < m and a[alo + x] == b[blo + y]:
+                run = _common_head(a, alo + x, ahi, b, blo + y, bhi)
+                x, y = x + run, y + run
+            v[k] = x
+            if x >= n and y >= m:
+                return _script(trace, v, k, d, alo, blo)
+    return None
+
+
+def _script(trace: list, v: dict, k: int, d: int, alo: int, blo: int) -> list:
+    """Opcodes from Myers' search history (walked back from the end)."""
+    x, y = v[k], v[k] - k
+    steps = []
+    for dd in range(d, 0, -1):
+        vp = trace[dd]
+        if k == -dd or (k != dd and vp[k - 1] < vp[k + 1]):
+            pk = k + 1
+            px = vp[pk]
+            py = px - pk
+            steps.append(("insert", px, py, x, y))   # down: b[py] added, then a snake
+        else:
+            pk = k - 1
+            px = vp[pk]
+            py = px - pk
+            steps.append(("delete", px, py, x, y))   # right: a[px] removed, then a snake
+        x, y, k = px, py, pk
+    ops: list = []
+    if x > 0:
+        ops.append(("equal", alo, alo + x, blo, blo + y))
+    for tag, px, py, ex, ey in reversed(steps):
+        if tag == "insert":
+            ops.append(("insert", alo + px, alo + px, blo + py, blo + py + 1))
+            sx, sy = px, py + 1
+        else:
+            ops.append(("delete", alo + px, alo + px + 1, blo + py, blo + py))
+            sx, sy = px + 1, py
+        if ex > sx:
+            ops.append(("equal", alo + sx, alo + ex, blo + sy, blo + ey))
+    return ops
+
+
+def align(a: list, b: list, *, max_edits: int = MAX_EDITS) -> tuple[list, bool]:
+    """Align two sequences of hashable items in near-linear time (see the module docstring).
+
+    Parameters
+    ----------
+    a, b : list
+        Typically one integer per call.
+    max_edits : int
+        Myers' search gives up on a stretch between anchors that needs more edits; that
+        stretch is then paired up in order (``replace``).
+
+    Returns
+    -------
+    (list of tuple, bool)
+        Opcodes ``(tag, i1, i2, j1, j2)`` as :meth:`difflib.SequenceMatcher.get_opcodes`
+        gives them (``equal``, ``replace``, ``delete``, ``insert``), in order, and whether a
+        stretch was paired up without a search.
+
+    Examples
+    --------
+    >>> align([1, 2, 3, 4], [1, 3, 4, 5])[0]
+    [('equal', 0, 1, 0, 1), ('delete', 1, 2, 1, 1), ('equal', 2, 4, 1, 3), ('insert', 4, 4, 3, 4)]
+    """
+    ops: list = []
+    approximate = False
+    todo = [(0, len(a), 0, len(b))]
+    while todo:
+        alo, ahi, blo, bhi = todo.pop()
+        head = _common_head(a, alo, ahi, b, blo, bhi)
+        tail = _common_tail(a, alo + head, ahi, b, blo + head, bhi)
+        if head:
+            ops.append(("equal", alo, alo + head, blo, blo + head))
+        if tail:
+            ops.append(("equal", ahi - tail, ahi, bhi - tail, bhi))
+        alo, blo, ahi, bhi = alo + head, blo + head, ahi - tail, bhi - tail
+        if alo == ahi or blo == bhi:
+            if alo < ahi or blo < bhi:
+                ops.append(("delete" if alo < ahi else "insert", alo, ahi, blo, bhi))
+            continue
+        anchors = _anchors(a, alo, ahi, b, blo, bhi)
+        if anchors:
+            i0, j0 = alo, blo
+            for i, j in anchors:
+                todo.append((i0, i, j0, j))
+                ops.append(("equal", i, i + 1, j, j + 1))
+                i0, j0 = i + 1, j + 1
+            todo.append((i0, ahi, j0, bhi))
+            continue
+        script = _myers(a, alo, ahi, b, blo, bhi, max_edits)
+        if script is None:
+            approximate = True
+            script = [("replace", alo, ahi, blo, bhi)]
+        ops.extend(script)
+    ops.sort(key=lambda o: (o[1], o[3], o[0] != "delete"))
+    return _merged(ops), approximate
+
+
+def _merged(ops: list) -> list:
+    """Neighbouring opcodes of one tag joined; a delete next to an insert is a replace."""
+    out: list = []
+    for op in ops:
+        if op[1] == op[2] and op[3] == op[4]:
+            continue
+        if out:
+            tag, i1, i2, j1, j2 = out[-1]
+            if tag == op[0] or (tag != "equal" and op[0] != "equal"):
+                new = "equal" if tag == "equal" else (
+                    tag if tag == op[0] and tag != "replace" else "replace")
+                out[-1] = (new, i1, op[2], j1, op[4])
+                continue
+        out.append(op)
+    return out
 
 
 def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = None,
@@ -353,50 +681,54 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/1", "calls": [
+    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
     ...     {"library": "cuBLAS", "function": "cublasDtrsm_v2", "count": 1, "args": {"m": 4},
     ...      "children": []}]}
     >>> diff_traces(t, t).equal
     True
     """
-    fa = flatten(a, all=all, section=section_a, where="A")
-    fb = flatten(b, all=all, section=section_b, where="B")
-    sm = difflib.SequenceMatcher(None, [c.key for c in fa], [c.key for c in fb], autojunk=False)
+    intern: dict = {}
+    fa = _Flat(a, intern, all=all, section=section_a, where="A")
+    fb = _Flat(b, intern, all=all, section=section_b, where="B")
+    ops, approximate = align(fa.ids, fb.ids)
     diffs: list[CallDifference] = []
     added = removed = changed = 0
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op == "equal":
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal":
             continue
-        pairs = min(i2 - i1, j2 - j1) if op == "replace" else 0
-        for k in range(pairs):
-            diffs.append(CallDifference(i1 + k, j1 + k, fa[i1 + k], fb[j1 + k], "changed",
-                                        _fields(fa[i1 + k], fb[j1 + k])))
-            changed += 1
-        for i in range(i1 + pairs, i2):
-            diffs.append(CallDifference(i, j1 + pairs, fa[i], None, "removed"))
-            removed += 1
-        for j in range(j1 + pairs, j2):
-            diffs.append(CallDifference(i1 + pairs, j, None, fb[j], "added"))
-            added += 1
+        pairs = min(i2 - i1, j2 - j1)
+        changed += pairs
+        removed += (i2 - i1) - pairs
+        added += (j2 - j1) - pairs
+        if len(diffs) >= MAX_SHOWN:
+            continue
+        for k in range(min(pairs, MAX_SHOWN - len(diffs))):
+            x, y = fa.calls[i1 + k], fb.calls[j1 + k]
+            diffs.append(CallDifference(i1 + k, j1 + k, x, y, "changed", _fields(x, y)))
+        for i in range(i1 + pairs, min(i2, i1 + pairs + MAX_SHOWN - len(diffs))):
+            diffs.append(CallDifference(i, j1 + pairs, fa.calls[i], None, "removed"))
+        for j in range(j1 + pairs, min(j2, j1 + pairs + MAX_SHOWN - len(diffs))):
+            diffs.append(CallDifference(i1 + pairs, j, None, fb.calls[j], "added"))
     outside = None
     if section_a is None and section_b is None:  # summaries cover whole traces only
-        oa, ob = _outside(a), _outside(b)
+        oa, ob = _outside(a, "A"), _outside(b, "B")
         if oa != (None, None) or ob != (None, None):
             outside = {"gpu_ms_a": oa[0], "gpu_ms_b": ob[0], "kernels_a": oa[1],
                        "kernels_b": ob[1]}
-    return TraceDiff(not diffs, len(fa), len(fb), diffs, added, removed, changed,
-                     _by_routine(fa, fb), outside)
+    equal = not (added or removed or changed)
+    return TraceDiff(equal, len(fa.ids), len(fb.ids), diffs, added, removed, changed,
+                     _by_routine(fa.calls, fb.calls), outside, approximate)
 
 
-def _outside(trace: Any) -> tuple:
+def _outside(trace: Any, where: str) -> tuple:
     """``(GPU ms, kernels)`` outside any library call, from a trace JSON's timed summary
     (MAGMA and ATen kernels: what a path that logs no call spends), else ``(None, None)``."""
     summary = trace.get("summary") if isinstance(trace, dict) else None
     if not isinstance(summary, dict) or not summary.get("timed"):
         return None, None
     ms, k = summary.get("outside_gpu_ms"), summary.get("outside_kernels")
-    return (float(ms) if isinstance(ms, (int, float)) else None,
-            int(k) if isinstance(k, int) else None)
+    return (_ms(ms, f"{where}: summary.outside_gpu_ms"),
+            k if isinstance(k, int) and not isinstance(k, bool) else None)
 
 
 def calls_equal(trace_a: Any, trace_b: Any, *, all: bool = False) -> tuple[bool, CallDifference | None]:

@@ -1,4 +1,4 @@
-"""Parse cuSOLVER / cuBLAS API logs into :class:`ApiCall` records.
+"""Parse cuSOLVER / cuBLAS API logs into API-call :class:`~.events.Event` s (``ApiCall``).
 
 The two loggers (enabled by ``CUSOLVERDN_LOG_LEVEL=5`` and ``CUBLAS_LOGINFO_DBG=1``)
 write different formats:
@@ -22,18 +22,11 @@ Records are recognised strictly: a line that merely resembles a record (a
 cuBLAS header without its trailer lines, a cuSOLVER line with a malformed
 argument list) is program output.
 
-Nesting: in a single stream (both loggers on one stdout) a cuBLAS record is
-placed under the cuSOLVER record that issued it. A cuBLAS record is a child of
-the nearest cuSOLVER record before it when (1) only cuBLAS records lie between
-the two (no program output, no marker), and (2) its ``handle`` is one of the
-cuBLAS handles that cuSOLVER owns. Ownership is learnt from the log itself:
-``cusolverDnSetStream(h, s)`` always forwards to ``cublasSetStream_v2`` on the
-cuSOLVER handle's internal cuBLAS handle, logged right after it; cuSOLVER's own
-handle values count too (``cublasCreate_v2`` inside ``cusolverDnCreate`` logs the
-address it writes to, which is the cuSOLVER handle). Rule (2) keeps torch's own
-cuBLAS calls (its own handle) that happen to follow a cuSOLVER record, e.g.
-right after ``cusolverDnDpotrfBatched``, out of it. If the log shows no
-``cusolverDnSetStream`` (an excerpt), rule (1) alone applies.
+Nesting: in a single stream (both loggers on one stdout) a cuBLAS record goes under the
+nearest cuSOLVER record before it when only cuBLAS records lie between the two and its
+``handle`` is one of cuSOLVER's own cuBLAS handles (learnt from the ``cublasSetStream_v2``
+that follows every ``cusolverDnSetStream``, and from ``cusolverDnCreate``); see
+docs/reading-a-trace.md, "Nesting rule".
 
 Parsing never fails on what a line contains: a value that cannot be converted
 (an integer longer than Python's int-string limit, a float that overflows) is
@@ -49,11 +42,15 @@ import math
 import os
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
+
+from ._hook import call_kind
+from .events import ApiCall, Pointer
 
 __all__ = [
     "ApiCall",
+    "LOG_HEADER",
     "OutputLine",
     "LogReadError",
     "ParsedLog",
@@ -70,16 +67,6 @@ class LogReadError(ValueError):
     """A file given as a log cannot be read as one: binary (non-text) content,
     or gzip data that is damaged, truncated or not gzip at all. The message is
     one line that names the file."""
-
-
-class Pointer(str):
-    """A pointer / handle value, kept as a lower-case hex string (``"0x7fe357e00000"``).
-
-    A ``str`` subclass so that it serialises to JSON as a plain string while
-    :meth:`ApiCall.pointers` can tell pointers from other arguments.
-    """
-
-    __slots__ = ()
 
 
 # ---------------------------------------------------------------------------
@@ -116,90 +103,6 @@ def render_enum(arg: str, value: Any) -> Any:
     return value
 
 
-# ---------------------------------------------------------------------------
-# Call kinds. "query": workspace-size queries (shown dimmed); "setup": handle,
-# stream, params and mode housekeeping (hidden unless asked for); "compute": the rest.
-_QUERY_RE = re.compile(r"_?[bB]ufferSize$")
-_SETUP_RE = re.compile(r"^(?:cusolverDn|cublas)(?:Create|Destroy|Set|Get)")
-
-
-def call_kind(function: str) -> str:
-    """``"query"`` (``*_bufferSize``), ``"setup"`` (Create/Destroy/Set*/Get*,
-    e.g. ``cusolverDnSetStream``, ``cusolverDnCreateParams``, ``cublasSetMathMode``)
-    or ``"compute"`` (everything else, e.g. ``cusolverDnXpotrs``, ``cublasDtrsm_v2_64``)."""
-    if _QUERY_RE.search(function):
-        return "query"
-    if _SETUP_RE.match(function):
-        return "setup"
-    return "compute"
-
-
-@dataclass
-class ApiCall:
-    """One logged cuSOLVER or cuBLAS API call.
-
-    Attributes
-    ----------
-    library : str        ``"cuSOLVER"`` or ``"cuBLAS"``
-    function : str       as logged, e.g. ``"cusolverDnXpotrs"``, ``"cublasDtrsm_v2_64"``
-    args : dict          typed arguments in logged order: ints as ``int``; enums
-                         rendered (``uplo="LOWER"``, ``side="LEFT"``, ``trans="N"``,
-                         ``diag="NON_UNIT"``); data types as printed (``"CUDA_R_64F"``);
-                         pointers and handles as :class:`Pointer` hex strings
-    raw : str            the record's text (several lines for cuBLAS)
-    line : int           1-based line number of the record's first line
-    section : str | None label of the enclosing ``#### label`` section
-    pid : int | str | None  process id the logger printed (the text, if too long
-                         for an ``int``)
-    time : str | None    timestamp as printed (cuSOLVER: ``2026-11-30 02:17:18``)
-    truncated : bool     a cuBLAS record cut off by the end of the log (crash)
-    children : list      cuBLAS calls issued inside this cuSOLVER call
-    kernels : list | None  ``(kernel name, GPU ms)`` this call itself launched, when
-                         known (:func:`cusolver_trace.trace` of a CUDA call, or a
-                         whole program traced with timing); not those of its
-                         ``children``. ``None``: not measured
-    op : str | None      the torch op that issued the call (``aten::cholesky_inverse``),
-                         when the program was profiled
-    where : str | None   ``file:line`` of the user's Python code that issued it
-    code : str | None    that line's source text
-    span : tuple | None  ``(start_us, end_us)`` on the host timeline (profiled runs)
-    """
-
-    library: str
-    function: str
-    args: dict[str, Any]
-    raw: str
-    line: int
-    section: str | None = None
-    pid: int | None = None
-    time: str | None = None
-    truncated: bool = False
-    children: list["ApiCall"] = field(default_factory=list)
-    kernels: list[tuple[str, float]] | None = None
-    op: str | None = None
-    where: str | None = None
-    code: str | None = None
-    span: tuple[float, float] | None = None
-
-    @property
-    def kind(self) -> str:
-        """See :func:`call_kind`."""
-        return call_kind(self.function)
-
-    @property
-    def handle(self) -> str | None:
-        h = self.args.get("handle")
-        return h if isinstance(h, Pointer) else None
-
-    def pointers(self) -> dict[str, str]:
-        """Pointer / handle arguments (hex strings)."""
-        return {k: v for k, v in self.args.items() if isinstance(v, Pointer)}
-
-    def values(self) -> dict[str, Any]:
-        """Non-pointer arguments: what identifies the call across repeats."""
-        return {k: v for k, v in self.args.items() if not isinstance(v, Pointer)}
-
-
 @dataclass
 class OutputLine:
     """A line of the traced program's own output (not a log record)."""
@@ -217,7 +120,7 @@ class ParsedLog:
     ----------
     calls : list[ApiCall]   top-level calls in log order; cuBLAS calls issued by a
                             cuSOLVER call are in its ``children`` instead
-    records : list[ApiCall] every record in log order (flat)
+    records : list[ApiCall] every record in log order (flat); ``correlation`` is the index
     output : list[OutputLine]  the program's own lines, in order
     messages : list[str]    cuSOLVER logger lines that are not API records
                             (``[Error]``, ``[Trace]``, ``[Hint]`` ...)
@@ -321,8 +224,24 @@ def _blas_value(text: str) -> Any:
     return _scalar(text)
 
 
-def _typed(args: dict[str, Any]) -> dict[str, Any]:
-    return {k: render_enum(k, v) for k, v in args.items()}
+class _Values(dict):
+    """Memo of typed argument values by (argument, logged text): a log repeats the same
+    sizes, enums and handles thousands of times. Cleared when it grows large (pointers
+    to fresh buffers are mostly new)."""
+
+    def get_value(self, name: str, text: str, parse) -> Any:
+        key = (name, text)
+        try:
+            return self[key]
+        except KeyError:
+            pass
+        if len(self) > 50_000:
+            self.clear()
+        value = parse(text)
+        if name in _ENUMS or name in _ENUM_ALIASES:
+            value = render_enum(name, value)
+        self[key] = value
+        return value
 
 
 def _lines(source) -> Iterator[str]:
@@ -331,64 +250,6 @@ def _lines(source) -> Iterator[str]:
     else:
         for line in source:
             yield line.rstrip("\r\n")
-
-
-class _Stream:
-    """Line iterator with one line of push-back and 1-based numbering."""
-
-    def __init__(self, it: Iterator[str]):
-        self._it, self._back, self.lineno = it, [], 0
-
-    def next(self) -> str | None:
-        if self._back:
-            line = self._back.pop()
-        else:
-            line = next(self._it, None)
-            if line is None:
-                return None
-        self.lineno += 1
-        return line
-
-    def push(self, line: str) -> None:
-        self._back.append(line)
-        self.lineno -= 1
-
-
-def _read_blas(head: re.Match, first: str, stream: _Stream):
-    """Read the rest of a cuBLAS record. Returns (ApiCall | None, consumed lines).
-
-    A record is the header, its argument lines, then the ``Time`` and ``Process``
-    trailer lines (and usually ``COMPILED WITH``). ``None`` means the block is not
-    a well-formed record (its lines are program output) -- except at the end of
-    the log, where a record cut short by a crash is kept with ``truncated=True``.
-    """
-    block, args, found = [first], {}, {}
-    trailer = (("time", _BLAS_TIME_RE), ("pid", _BLAS_PROC_RE))
-    line = stream.next()
-    while line is not None and (m := _BLAS_ARG_RE.match(line)):
-        args[m.group("name")] = _blas_value(m.group("val"))
-        block.append(line)
-        line = stream.next()
-    for key, rx in trailer:
-        if line is None:
-            break
-        m = rx.match(line)
-        if not m:
-            stream.push(line)
-            return None, block
-        found[key] = m.group(key)
-        block.append(line)
-        line = stream.next()
-    if line is not None:
-        if _BLAS_COMPILED_RE.match(line):
-            block.append(line)
-        else:
-            stream.push(line)
-    pid = found.get("pid")
-    call = ApiCall("cuBLAS", head.group("name"), _typed(args), "\n".join(block), line=0,
-                   pid=None if pid is None else _int(pid), time=found.get("time"),
-                   truncated=len(found) < len(trailer))
-    return call, block
 
 
 def parse_log(source, *, nest: bool = True) -> ParsedLog:
@@ -408,8 +269,15 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
     Returns
     -------
     ParsedLog
+
+    Examples
+    --------
+    >>> log = parse_log("[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] uplo=0 n=8")
+    >>> r = log.records[0]
+    >>> (r.function, r.library, r.args, r.line)
+    ('cusolverDnXpotrf', 'cuSOLVER', {'uplo': 'LOWER', 'n': 8}, 1)
     """
-    stream = _Stream(iter(_lines(source)))
+    it = iter(_lines(source))
     records: list[ApiCall] = []
     output: list[OutputLine] = []
     messages: list[str] = []
@@ -417,61 +285,106 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
     open_sections: list[str] = []
     breaks_before: list[bool] = []  # per record: a non-record line came right before it
     brk = True
+    values = _Values()
+    section = None
+    lineno = 0
+    pending: str | None = None  # a line read ahead (the end of a cuBLAS block)
 
-    def section() -> str | None:
-        return open_sections[-1] if open_sections else None
+    def record(call: ApiCall) -> None:
+        nonlocal brk
+        call.correlation = len(records)
+        records.append(call)
+        breaks_before.append(brk)
+        brk = False
 
     while True:
-        line = stream.next()
-        if line is None:
-            break
-        lineno = stream.lineno
-        m = _SOLVER_RE.match(line)
-        if m:
-            rest = m.group("rest") or ""
-            if m.group("tag") == "Api" and m.group("name").startswith("cusolver") and (
-                    rest == "" or _SOLVER_ARGS_RE.match(rest)):
-                args = dict(tok.split("=", 1) for tok in rest.split()) if rest else {}
-                records.append(ApiCall(
-                    "cuSOLVER", m.group("name"),
-                    _typed({k: _scalar(v) for k, v in args.items()}), line, lineno,
-                    section(), _int(m.group("pid")), m.group("time")))
-                breaks_before.append(brk)
-                brk = False
+        if pending is not None:
+            line, pending = pending, None
+        else:
+            line = next(it, None)
+            if line is None:
+                break
+        lineno += 1
+        first = line[:1]
+        if first == "[":
+            m = _SOLVER_RE.match(line)
+            if m:
+                rest = m.group("rest") or ""
+                if m.group("tag") == "Api" and m.group("name").startswith("cusolver") and (
+                        rest == "" or _SOLVER_ARGS_RE.match(rest)):
+                    args = {}
+                    for tok in rest.split():
+                        k, v = tok.split("=", 1)
+                        args[k] = values.get_value(k, v, _scalar)
+                    record(ApiCall(m.group("name"), library="cuSOLVER", args=args, line=lineno,
+                                   section=section, pid=_int(m.group("pid")),
+                                   time=m.group("time")))
+                    continue
+                if m.group("tag") != "Api":
+                    messages.append(line)
+                    continue
+        elif first == "I" and line.startswith("I! cuBLAS"):
+            m = _BLAS_HEAD_RE.match(line)
+            if m:
+                # header, argument lines, then the Time and Process trailer lines (and
+                # usually COMPILED WITH); a block that is not a well-formed record is
+                # program output -- except at the end of the log, where a record cut
+                # short by a crash is kept, flagged truncated
+                block, args, found = [line], {}, {}
+                nxt = next(it, None)
+                while nxt is not None and nxt.startswith("i!  ") and (a := _BLAS_ARG_RE.match(nxt)):
+                    name = a.group("name")
+                    args[name] = values.get_value(name, a.group("val"), _blas_value)
+                    block.append(nxt)
+                    nxt = next(it, None)
+                ok = True
+                for key, rx in (("time", _BLAS_TIME_RE), ("pid", _BLAS_PROC_RE)):
+                    if nxt is None:
+                        break
+                    t = rx.match(nxt)
+                    if not t:
+                        ok = False
+                        break
+                    found[key] = t.group(key)
+                    block.append(nxt)
+                    nxt = next(it, None)
+                if ok and nxt is not None and _BLAS_COMPILED_RE.match(nxt):
+                    block.append(nxt)
+                    nxt = None
+                pending = nxt
+                if ok:
+                    pid = found.get("pid")
+                    record(ApiCall(m.group("name"), library="cuBLAS", args=args, line=lineno,
+                                   section=section, pid=None if pid is None else _int(pid),
+                                   time=found.get("time"), truncated=len(found) < 2))
+                    lineno += len(block) - 1
+                    continue
+                for i, text in enumerate(block):  # not a record: its lines are program output
+                    output.append(OutputLine(lineno + i, text, section))
+                lineno += len(block) - 1
+                brk = True
                 continue
-            if m.group("tag") != "Api":
-                messages.append(line)
-                continue
-        m = _BLAS_HEAD_RE.match(line)
-        if m:
-            call, block = _read_blas(m, line, stream)
-            if call is not None:
-                call.line, call.section = lineno, section()
-                records.append(call)
-                breaks_before.append(brk)
-                brk = False
-                continue
-            # not a record: its lines are program output
-            for i, text in enumerate(block):
-                output.append(OutputLine(lineno + i, text, section()))
-            brk = True
-            continue
-        if line.startswith(_MARK):
-            if line.startswith(_MARK_END):
-                label = line[len(_MARK_END):]
-                if label in open_sections:
-                    while open_sections and open_sections.pop() != label:
-                        pass
+        elif first == "#":
+            if lineno == 1 and line.startswith(_HEADER_TEXT):
+                continue  # run_traced's own first line: not the program's
+            if line.startswith(_MARK):
+                if line.startswith(_MARK_END):
+                    label = line[len(_MARK_END):]
+                    if label in open_sections:
+                        while open_sections and open_sections.pop() != label:
+                            pass
+                        section = open_sections[-1] if open_sections else None
+                    else:
+                        output.append(OutputLine(lineno, line, section))
                 else:
-                    output.append(OutputLine(lineno, line, section()))
-            else:
-                label = line[len(_MARK):]
-                open_sections.append(label)
-                if label not in sections:
-                    sections.append(label)
-            brk = True
-            continue
-        output.append(OutputLine(lineno, line, section()))
+                    label = line[len(_MARK):]
+                    open_sections.append(label)
+                    section = label
+                    if label not in sections:
+                        sections.append(label)
+                brk = True
+                continue
+        output.append(OutputLine(lineno, line, section))
         brk = True
 
     ordered = len({r.library for r in records}) > 1
@@ -487,10 +400,10 @@ def _nest(records: list[ApiCall], breaks_before: list[bool]) -> list[ApiCall]:
             if r.handle:
                 owned.add(r.handle)
             nxt = records[i + 1] if i + 1 < len(records) else None
-            if (r.function == "cusolverDnSetStream" and nxt is not None
+            if (r.name == "cusolverDnSetStream" and nxt is not None
                     and nxt.library == "cuBLAS" and not breaks_before[i + 1] and nxt.handle):
                 owned.add(nxt.handle)
-    know_owner = any(r.function == "cusolverDnSetStream" for r in records)
+    know_owner = any(r.name == "cusolverDnSetStream" for r in records)
     top: list[ApiCall] = []
     parent: ApiCall | None = None
     for r, brk in zip(records, breaks_before):
@@ -501,6 +414,7 @@ def _nest(records: list[ApiCall], breaks_before: list[bool]) -> list[ApiCall]:
             top.append(r)
         elif parent is not None and (not know_owner or r.handle is None or r.handle in owned):
             parent.children.append(r)
+            r.parent = parent
         else:
             top.append(r)
     return top
@@ -513,6 +427,11 @@ _BINARY_BYTES_RE = re.compile(rb"[\x00-\x06\x0e-\x1a\x1c-\x1f]")
 #: C1 control characters (U+0080..U+009F, properly UTF-8 encoded): not text either.
 _BINARY_CHARS_RE = re.compile("[\x80-\x9f]")
 _GZIP_MAGIC = b"\x1f\x8b"
+#: First bytes of a log that :func:`~.runner.run_traced` wrote (``--keep-log``): the rest of
+#: that line is the command as JSON, then comes the program's stdout byte for byte. Such a
+#: file is read whatever it holds (a program may print NUL bytes): it is a log by origin.
+LOG_HEADER = b"#cusolver-trace-log 1: "
+_HEADER_TEXT = LOG_HEADER.decode()
 
 
 class _Guarded(io.RawIOBase):
@@ -563,7 +482,9 @@ def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True
     ----------
     fh : binary file object
         Read from its current position to the end. Bytes are decoded as UTF-8, invalid sequences
-        replaced; lines end at ``\\n``, ``\\r\\n`` or ``\\r``.
+        replaced; lines end at ``\\n``, ``\\r\\n`` or ``\\r``. A file that starts with
+        :data:`LOG_HEADER` (written by :func:`~.runner.run_traced`) is read as text whatever it
+        holds; its header line is not program output.
     name : str
         What to call the file in error messages.
     nest : bool
@@ -588,7 +509,12 @@ def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True
     buffered = fh if hasattr(fh, "peek") else io.BufferedReader(fh)
     src = buffered
     if decompress and buffered.peek(2)[:2] == _GZIP_MAGIC:
-        src = gzip.GzipFile(fileobj=buffered, mode="rb")
+        src = io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb"))
+    try:
+        if src.peek(len(LOG_HEADER))[:len(LOG_HEADER)] == LOG_HEADER:
+            text_only = False  # a captured stdout: whatever the program printed is kept
+    except (EOFError, gzip.BadGzipFile, zlib.error):
+        pass  # damaged gzip data: reported by the reads below
     raw = _Guarded(src, name, text_only)
     text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace",
                             newline="")

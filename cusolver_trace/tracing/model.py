@@ -1,4 +1,5 @@
-"""The :class:`Trace` result: a call tree with repeat counts, plus kernels and aten ops.
+"""The :class:`Trace` result and its views: the call tree with repeat counts and folded
+loops, the kernel tables, JSON.
 
 Rendering: ``rich`` tree for terminals (``__rich__``), HTML for notebooks
 (``_repr_html_``), plain text (``__str__``), and ``to_dict`` / ``to_json``.
@@ -10,26 +11,28 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import _json
+from .events import ApiCall, AtenOp, Event, KernelStat, kernel_stats
 from .kernels import LIBRARIES, classify_kernel, short_kernel_name
-from .logparse import ApiCall
 
 __all__ = ["CallNode", "RepeatBlock", "KernelStat", "AtenOp", "Trace", "build_tree",
            "fold_repeats", "SCHEMA"]
 
-SCHEMA = "cusolver-trace/trace/1"
+SCHEMA = "cusolver-trace/trace/2"
 _LIB_STYLE = {"cuSOLVER": "bold magenta", "cuBLAS": "bold cyan"}
+#: Kernel names shown in the rendered kernel table (the JSON has every one).
+_KERNEL_ROWS = 20
 
 
 @dataclass
 class CallNode:
-    """One call, or ``count`` consecutive identical calls (same function, same
-    non-pointer arguments, same children), with the cuBLAS calls it issued.
+    """One call, or ``count`` consecutive identical calls (same function, same non-pointer
+    arguments, same children, same op and source line), with the calls nested under it.
 
     ``call`` is the first of the repeats; ``lines`` the log line of each repeat.
-    ``self_gpu_ms`` / ``self_kernels``: GPU time (ms) and number of the kernels the
-    call(s) launched themselves, summed over the repeats, not counting the calls
-    nested below; ``None`` / 0 when not measured (only :func:`cusolver_trace.trace`
-    of a CUDA call measures them). :attr:`gpu_ms` includes the nested calls.
+    ``self_gpu_ms`` / ``self_kernels``: GPU time (ms) and number of the activities the
+    call(s) launched themselves, summed over the repeats, not counting the calls nested
+    below; ``None`` / 0 when not measured. :attr:`gpu_ms` includes the nested calls.
+    ``sig`` identifies the node's content (equal ``sig``: the same calls).
     """
 
     call: ApiCall
@@ -38,6 +41,7 @@ class CallNode:
     children: list["CallNode"] = field(default_factory=list)
     self_gpu_ms: float | None = None
     self_kernels: int = 0
+    sig: Any = None
 
     @property
     def gpu_ms(self) -> float | None:
@@ -48,7 +52,7 @@ class CallNode:
 
     @property
     def kernel_count(self) -> int:
-        """Kernels launched by this node and the calls nested under it."""
+        """Activities launched by this node and the calls nested under it."""
         return self.self_kernels + sum(c.kernel_count for c in self.children)
 
     def timing_text(self) -> str:
@@ -64,7 +68,7 @@ class CallNode:
 
     @property
     def function(self) -> str:
-        return self.call.function
+        return self.call.name
 
     @property
     def library(self) -> str:
@@ -86,39 +90,24 @@ class CallNode:
         return f"{self.function}{times}  {args}".rstrip()
 
     def to_dict(self) -> dict:
-        return {
-            "library": self.library,
-            "function": self.function,
-            "kind": self.kind,
-            "count": self.count,
-            "args": self.args,
-            "pointers": dict(self.call.pointers()),
-            "section": self.call.section,
-            "lines": list(self.lines),
-            "truncated": self.call.truncated,
-            "gpu_ms": self.gpu_ms,
-            "self_gpu_ms": self.self_gpu_ms,
-            "kernels": self.kernel_count if self.self_gpu_ms is not None else None,
-            "self_kernels": self.self_kernels if self.self_gpu_ms is not None else None,
-            "children": [c.to_dict() for c in self.children],
-        }
-
-    def to_compact_dict(self) -> dict:
-        """Smaller form for the default JSON: no pointers, the first log line only,
-        timing keys only when measured, ``op`` / ``where`` / ``code`` only when known."""
-        d = {"library": self.library, "function": self.function, "kind": self.kind,
-             "count": self.count, "args": self.args, "section": self.call.section,
-             "line": self.lines[0] if self.lines else self.call.line}
-        if self.call.truncated:
+        """The node as the trace JSON holds it: ``function``, ``library``, ``count``, ``args``,
+        ``line``; ``op`` / ``where`` / ``code`` when known, times when measured, ``children``
+        when there are nested calls. (The kind follows from the function; the section from
+        the section the node is listed in.)"""
+        c = self.call
+        d: dict = {"function": c.name, "library": c.library, "count": self.count,
+                   "args": self.args, "line": self.lines[0] if self.lines else c.line}
+        for key in ("op", "where", "code"):
+            value = getattr(c, key)
+            if value is not None:
+                d[key] = value
+        if c.truncated:
             d["truncated"] = True
         if self.self_gpu_ms is not None:
             d.update(gpu_ms=self.gpu_ms, self_gpu_ms=self.self_gpu_ms, kernels=self.kernel_count,
                      self_kernels=self.self_kernels)
-        for key in ("op", "where", "code"):
-            value = getattr(self.call, key, None)
-            if value is not None:
-                d[key] = value
-        d["children"] = [c.to_compact_dict() for c in self.children]
+        if self.children:
+            d["children"] = [n.to_dict() for n in self.children]
         return d
 
     def walk(self) -> Iterable["CallNode"]:
@@ -127,30 +116,39 @@ class CallNode:
             yield from c.walk()
 
 
-def build_tree(calls: Iterable[ApiCall], *, kinds: Iterable[str] | None = None) -> list[CallNode]:
+def build_tree(calls: Iterable[ApiCall], *, kinds: Iterable[str] | None = None,
+               _intern: dict | None = None) -> list[CallNode]:
     """Collapse consecutive identical calls into :class:`CallNode` s, recursively.
 
-    ``kinds`` keeps only calls of those kinds (``"compute"``, ``"query"``,
-    ``"setup"``; see :func:`~.logparse.call_kind`) before collapsing, so that
-    hiding ``setup`` calls lets e.g. a loop of ``Xpotrs`` separated by
-    ``SetStream``/``CreateParams`` collapse into one node. ``None`` keeps all.
+    ``kinds`` keeps only calls of those kinds (``"compute"``, ``"query"``, ``"setup"``;
+    see :func:`~._hook.call_kind`) before collapsing, so that hiding ``setup`` calls lets
+    e.g. a loop of ``Xpotrs`` separated by ``SetStream`` / ``CreateParams`` collapse into
+    one node. ``None`` keeps all.
+
+    Examples
+    --------
+    >>> from cusolver_trace.tracing import parse_log
+    >>> rec = "[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8 lda=8"
+    >>> [n.label() for n in build_tree(parse_log("\\n".join([rec] * 3)).calls)]
+    ['cusolverDnXpotrf × 3  n=8 lda=8']
     """
     keep = None if kinds is None else set(kinds)
+    intern = {} if _intern is None else _intern
     nodes: list[CallNode] = []
-    last_sig = None
     for c in calls:
         if keep is not None and c.kind not in keep:
             continue
-        children = build_tree(c.children, kinds=kinds)
-        sig = (c.library, c.function, c.section, tuple(c.values().items()),
-               tuple(_node_sig(n) for n in children), c.op, c.where)
-        own = None if c.kernels is None else sum(ms for _k, ms in c.kernels)
+        children = build_tree(c.children, kinds=kinds, _intern=intern)
+        sig = (c.library, c.name, c.section, tuple(c.values().items()),
+               tuple(n.sig for n in children), c.op, c.where)
+        sig = intern.setdefault(sig, sig)
+        own = None if c.kernels is None else sum(k.dur_us or 0.0 for k in c.kernels) / 1e3
         nk = 0 if c.kernels is None else len(c.kernels)
-        if nodes and sig == last_sig:
-            _merge(nodes[-1], CallNode(c, 1, [c.line], children, own, nk))
+        node = CallNode(c, 1, [c.line], children, own, nk, sig)
+        if nodes and nodes[-1].sig is sig:
+            _merge(nodes[-1], node)
         else:
-            nodes.append(CallNode(c, 1, [c.line], children, own, nk))
-            last_sig = sig
+            nodes.append(node)
     return nodes
 
 
@@ -161,7 +159,11 @@ def _merge(into: CallNode, other: CallNode) -> None:
     _merge_times(into, other)
 
 
-def _merge_times(into: CallNode, other: CallNode) -> None:
+def _merge_times(into, other) -> None:
+    if isinstance(into, RepeatBlock):
+        for a, b in zip(into.nodes, other.nodes):
+            _merge_times(a, b)
+        return
     if into.self_gpu_ms is not None and other.self_gpu_ms is not None:
         into.self_gpu_ms += other.self_gpu_ms
         into.self_kernels += other.self_kernels
@@ -171,19 +173,24 @@ def _merge_times(into: CallNode, other: CallNode) -> None:
         _merge_times(a, b)
 
 
-def _node_sig(n: CallNode) -> tuple:
-    return (n.function, n.count, tuple(n.args.items()), tuple(_node_sig(c) for c in n.children),
-            n.call.op, n.call.where)
+def _copy(item):
+    """A copy of a node or block deep enough to sum times into (the calls are shared)."""
+    if isinstance(item, RepeatBlock):
+        return RepeatBlock([_copy(n) for n in item.nodes], item.count, item.sig)
+    return CallNode(item.call, item.count, list(item.lines), [_copy(c) for c in item.children],
+                    item.self_gpu_ms, item.self_kernels, item.sig)
 
 
 @dataclass
 class RepeatBlock:
-    """``count`` back-to-back repeats of the call sequence ``nodes`` — a loop in the
-    program such as ``for _ in range(10): cholesky(A); cholesky_inverse(L)``.
-    ``nodes`` are the first repeat's, with GPU times summed over all repeats."""
+    """``count`` back-to-back repeats of the sequence ``nodes`` (calls, or blocks of their
+    own) -- a loop in the program such as ``for _ in range(10): cholesky(A);
+    cholesky_inverse(L)``. ``nodes`` are the first repeat's, with GPU times summed over all
+    repeats."""
 
-    nodes: list[CallNode]
+    nodes: list
     count: int
+    sig: Any = None
 
     @property
     def gpu_ms(self) -> float | None:
@@ -193,74 +200,73 @@ class RepeatBlock:
     @property
     def calls(self) -> int:
         """Calls per repeat (nested calls included, each collapsed node counted once)."""
-        return sum(1 for n in self.nodes for _ in n.walk())
+        return sum(n.calls if isinstance(n, RepeatBlock) else sum(1 for _ in n.walk())
+                   for n in self.nodes)
+
+    def to_dict(self) -> dict:
+        return {"repeat": self.count, "calls": [n.to_dict() for n in self.nodes]}
 
 
-def fold_repeats(nodes: list[CallNode], *, max_period: int = 16) -> list[CallNode | RepeatBlock]:
-    """Fold runs where the same sequence of 2..``max_period`` nodes repeats back to back.
+def fold_repeats(nodes: list, *, max_period: int = 64) -> list:
+    """Fold runs where the same sequence of 2..``max_period`` items repeats back to back.
 
-    Greedy from the left; at each position the period covering the most nodes wins
-    (the shorter one on ties). Consecutive identical *single* calls are already
-    collapsed by :func:`build_tree` (``× k`` on the node). Returns a new list; the
-    input nodes are not modified.
+    Greedy from the left; at each position the period covering the most items wins (the
+    shorter one on ties). Consecutive identical *single* calls are already collapsed by
+    :func:`build_tree` (``× k`` on the node). A block's own sequence is folded too, and a
+    second pass folds repeats of the folded sequence (loops around loops). Returns a new
+    list; the input is not modified.
+
+    Examples
+    --------
+    >>> from cusolver_trace.tracing import parse_log
+    >>> a = "[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8"
+    >>> b = "[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrs] n=8"
+    >>> folded = fold_repeats(build_tree(parse_log("\\n".join([a, b] * 5)).calls))
+    >>> [(type(x).__name__, x.count) for x in folded]
+    [('RepeatBlock', 5)]
     """
-    import copy
-
-    sigs = [_node_sig(n) for n in nodes]
-    out: list[CallNode | RepeatBlock] = []
-    i = 0
-    while i < len(nodes):
-        best_p, best_k = 0, 1
-        for p in range(2, max_period + 1):
-            if i + 2 * p > len(nodes):
-                break
-            k = 1
-            while sigs[i + k * p:i + (k + 1) * p] == sigs[i:i + p]:
-                k += 1
-            if k >= 2 and k * p > best_k * best_p:
-                best_p, best_k = p, k
-        if not best_p:
-            out.append(nodes[i])
-            i += 1
-            continue
-        block = [copy.deepcopy(n) for n in nodes[i:i + best_p]]
-        for r in range(1, best_k):
-            for a, b in zip(block, nodes[i + r * best_p:i + (r + 1) * best_p]):
-                _merge_times(a, b)
-                a.lines.extend(b.lines)
-        out.append(RepeatBlock(block, best_k))
-        i += best_p * best_k
+    out = _fold_once(nodes, max_period)
+    if len(out) < len(nodes):
+        again = _fold_once(out, max_period)
+        if len(again) < len(out):
+            out = again
     return out
 
 
-@dataclass
-class KernelStat:
-    """A CUDA kernel (or memcpy/memset) seen by torch.profiler.
-
-    ``gpu_ms`` is the summed device time of its ``count`` launches, in milliseconds.
-    """
-
-    name: str
-    library: str
-    gpu_ms: float
-    count: int
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "library": self.library, "gpu_ms": self.gpu_ms,
-                "count": self.count}
-
-
-@dataclass
-class AtenOp:
-    """An ``aten::`` operator seen by torch.profiler; ``cpu_ms`` is its summed
-    inclusive host time in milliseconds over ``count`` calls."""
-
-    name: str
-    count: int
-    cpu_ms: float
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "count": self.count, "cpu_ms": self.cpu_ms}
+def _fold_once(items: list, max_period: int) -> list:
+    intern: dict = {}
+    sigs = []
+    for x in items:
+        s = x.sig if x.sig is not None else ("node", id(x))
+        sigs.append(intern.setdefault(s, s))
+    n = len(items)
+    out: list = []
+    i = 0
+    while i < n:
+        best_p, best_k = 0, 1
+        head = sigs[i]
+        for p in range(2, min(max_period, (n - i) // 2) + 1):
+            if sigs[i + p] is not head or sigs[i:i + p] != sigs[i + p:i + 2 * p]:
+                continue
+            k = 2
+            while sigs[i + k * p:i + (k + 1) * p] == sigs[i:i + p]:
+                k += 1
+            if k * p > best_k * best_p:
+                best_p, best_k = p, k
+        if not best_p:
+            out.append(items[i])
+            i += 1
+            continue
+        block = [_copy(x) for x in items[i:i + best_p]]
+        for r in range(1, best_k):
+            for a, b in zip(block, items[i + r * best_p:i + (r + 1) * best_p]):
+                _merge_times(a, b)
+                if isinstance(a, CallNode):
+                    a.lines.extend(b.lines)
+        inner = _fold_once(block, max_period) if best_p >= 4 else block  # a loop in the loop
+        out.append(RepeatBlock(inner, best_k, ("block", best_k, tuple(sigs[i:i + best_p]))))
+        i += best_p * best_k
+    return out
 
 
 def signal_name(signum: int | None) -> str | None:
@@ -277,36 +283,33 @@ def signal_name(signum: int | None) -> str | None:
 
 @dataclass
 class Trace:
-    """What one traced call or program did.
+    """What one traced call or program did: its events and their views.
 
     Attributes
     ----------
     label : str            what was traced (``torch.cholesky_inverse(float64[256, 256] cuda:0)``)
-    calls : list[ApiCall]  top-level API calls in order, cuBLAS calls nested under the
+    calls : list[ApiCall]  top-level API-call events in order, cuBLAS calls nested under the
                            cuSOLVER call that issued them; ``None`` if the API part was skipped
-    kernels : list[KernelStat] | None   CUDA kernels, first-launch order (None: not profiled)
-    aten_ops : list[AtenOp] | None      aten operators (None: not profiled)
+    activities : list[Event] | None  GPU kernels / memcpys / memsets in start order, each
+                           with the call that launched it as ``parent`` (``None``: torch's own);
+                           ``None``: not profiled
+    aten_ops : list[AtenOp] | None   aten operators (when every op was recorded)
     notes : list[str]      plain-language remarks (skipped parts, crashes, truncation)
     output : list[str]     the traced program's own stdout lines (runner / CLI)
     stderr : str           the traced program's stderr (runner / CLI)
     returncode : int | None  exit status as the OS reported it (negative: -signal)
     signal : int | None      the signal that killed the program, if any
     sections : list[str]   section labels present in the log
-    outside_kernels : list[tuple[str, float]] | None
-                           ``(kernel, GPU ms)`` launched outside any cuSOLVER / cuBLAS
-                           call (torch's own ATen kernels) when per-call times were
-                           measured (:func:`cusolver_trace.trace` of a CUDA call, or a
-                           whole program traced with timing)
-    wall_s : float | None  the program's wall time (profiled run)
+    wall_s : float | None  the program's wall time (traced run)
     wall_s_unprofiled : float | None  wall time of a run without the profiler (``--overhead``)
-    gpu_events : list | None  GPU timeline of a profiled program (:class:`.program.GpuEvent`),
-                           for :func:`.chrome.chrome_trace`
     why_no_times : str | None  why there are no per-call GPU times (shown in the summary)
+    tracing_s : dict       seconds the tracer itself spent, by step (profiler stop,
+                           correlation, log parsing ...)
     """
 
     label: str = ""
     calls: list[ApiCall] | None = None
-    kernels: list[KernelStat] | None = None
+    activities: list[Event] | None = None
     aten_ops: list[AtenOp] | None = None
     notes: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
@@ -314,13 +317,12 @@ class Trace:
     returncode: int | None = None
     signal: int | None = None
     sections: list[str] = field(default_factory=list)
-    outside_kernels: list[tuple[str, float]] | None = None
     wall_s: float | None = None
     wall_s_unprofiled: float | None = None
-    gpu_events: list | None = None
     why_no_times: str | None = None
+    tracing_s: dict = field(default_factory=dict)
 
-    # -- queries ------------------------------------------------------------
+    # -- views --------------------------------------------------------------
     def tree(self, *, all: bool = False) -> list[CallNode]:
         """Collapsed call tree. ``all=False`` hides ``setup`` calls (handles,
         streams, params, math mode); ``query`` calls (``*_bufferSize``) stay."""
@@ -331,16 +333,21 @@ class Trace:
     def records(self) -> list[ApiCall]:
         """Every call, flat, in log order (cuBLAS calls right after the cuSOLVER call
         that issued them)."""
-        out: list[ApiCall] = []
+        return [r for c in self.calls or [] for r in c.walk()]
 
-        def walk(c):
-            out.append(c)
-            for ch in c.children:
-                walk(ch)
+    @property
+    def kernels(self) -> list[KernelStat] | None:
+        """Every GPU activity, aggregated per name (``None``: not profiled)."""
+        return None if self.activities is None else kernel_stats(self.activities)
 
-        for c in self.calls or []:
-            walk(c)
-        return out
+    @property
+    def outside_kernels(self) -> list[Event] | None:
+        """The GPU activities that belong to no library call (torch's own; ``None``: not
+        profiled, or not attributed to calls)."""
+        if self.activities is None or (self.calls and all(
+                r.kernels is None for r in self.records())):
+            return None
+        return [a for a in self.activities if a.parent is None]
 
     def summary(self, *, by=("routine",), all: bool = False):
         """The summary table (:func:`.summary.summarize`) of this trace.
@@ -364,10 +371,11 @@ class Trace:
         from .summary import summarize
 
         why = self.why_no_times
-        if why is None and not any(r.kernels is not None for r in self.records()):
+        records = self.records()
+        if why is None and not any(r.kernels is not None for r in records):
             why = ("a captured log has calls but no kernel times" if self.wall_s is None
                    else "the program was not profiled")
-        return summarize(self.records(), by=by, outside_kernels=self.outside_kernels,
+        return summarize(records, by=by, outside_kernels=self.outside_kernels,
                          wall_s=self.wall_s, wall_s_unprofiled=self.wall_s_unprofiled,
                          include_setup=all, why_no_times=why)
 
@@ -377,15 +385,51 @@ class Trace:
                 if n.function == function]
 
     def gpu_ms_by_library(self) -> dict[str, float] | None:
-        """Summed kernel time (ms) per library, or ``None`` if not profiled."""
-        if self.kernels is None:
+        """Summed activity time (ms) per library (by kernel name), or ``None`` if not profiled."""
+        if self.activities is None:
             return None
         out: dict[str, float] = {}
-        for lib in LIBRARIES:
-            times = [k.gpu_ms for k in self.kernels if k.library == lib]
-            if times:
-                out[lib] = sum(times)
+        for k in self.kernels:
+            out[k.library] = out.get(k.library, 0.0) + k.gpu_ms
+        return {lib: out[lib] for lib in LIBRARIES if lib in out}
+
+    def ranges(self) -> list[Event]:
+        """The ``#### label`` sections as ``range`` events, one per run of calls in one
+        section, with those calls as ``children``; timed from the first call's start to the
+        last one's end when the calls are.
+
+        Examples
+        --------
+        >>> from cusolver_trace.tracing import parse_log
+        >>> log = parse_log("#### a\\n[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8")
+        >>> [(r.name, r.activity, len(r.children)) for r in Trace(calls=log.calls).ranges()]
+        [('a', 'range', 1)]
+        """
+        out: list[Event] = []
+        for c in self.calls or []:
+            if c.section is None:
+                continue
+            if not out or out[-1].name != c.section or out[-1].children[-1] is not prev:
+                out.append(Event(c.section, "range", children=[]))
+            out[-1].children.append(c)
+            prev = c
+        for r in out:
+            first, last = r.children[0], r.children[-1]
+            if first.start_us is not None and last.start_us is not None:
+                r.start_us = first.start_us
+                r.dur_us = max(last.start_us + (last.dur_us or 0.0) - first.start_us, 0.0)
         return out
+
+    def folded(self) -> list[tuple[str | None, list]]:
+        """The call tree as the JSON holds it: every call (setup too), identical neighbours
+        collapsed, loops folded (:func:`fold_repeats`), per run of one section: a list of
+        ``(section label or None, items)``."""
+        out: list = []
+        for n in build_tree(self.calls or []):
+            if not out or out[-1][0] != n.call.section:
+                out.append((n.call.section, []))
+            out[-1][1].append(n)
+        return [(label, fold_repeats(run)) for label, run in out]
 
     @property
     def signal_name(self) -> str | None:
@@ -399,19 +443,23 @@ class Trace:
         return self.returncode
 
     # -- serialisation ------------------------------------------------------
-    def to_dict(self, *, compact: bool = False, records: bool = False, summary=None) -> dict:
-        """JSON-ready dict (schema ``cusolver-trace/trace/1``); the call tree
-        includes every kind of call, each node with its ``kind``.
+    def to_dict(self, *, full: bool = False, summary=None) -> dict:
+        """JSON-ready dict (schema ``cusolver-trace/trace/2``).
+
+        By default (``format: "compact"``): the folded call tree (``calls``: nodes
+        (:meth:`CallNode.to_dict`), blocks ``{"repeat": k, "calls": [...]}`` for loops, and
+        ``{"section": label, "calls": [...]}`` for the calls of a ``#### label`` section),
+        the summary, and the activities outside library calls aggregated per name
+        (``outside_kernels``: count, total and mean ms). ``full`` adds every record (``records``, with pointers and
+        its activities), every activity (``activities``), all activities per name
+        (``kernels``), and the program's output.
 
         Parameters
         ----------
-        compact : bool
-            Smaller nodes (:meth:`CallNode.to_compact_dict`: no pointers, first log
-            line only), as ``cusolver-trace trace --json`` writes by default.
-        records : bool
-            Also a ``records`` list with every record (``--full``).
+        full : bool
+            Keep every record (``--full``).
         summary : Summary, optional
-            Added under the ``summary`` key (with ``wall_s``).
+            The summary to include (default: :meth:`summary`).
 
         Returns
         -------
@@ -422,39 +470,44 @@ class Trace:
         >>> Trace(label="x", calls=[]).to_dict()["calls"]
         []
         """
-        node = CallNode.to_compact_dict if compact else CallNode.to_dict
+        summary = self.summary() if summary is None else summary
+        outside = self.outside_kernels
         d = {
             "schema": SCHEMA,
+            "format": "full" if full else "compact",
             "label": self.label,
-            "calls": None if self.calls is None else [node(n) for n in build_tree(self.calls)],
-            "kernels": None if self.kernels is None else [k.to_dict() for k in self.kernels],
+            "calls": None if self.calls is None else _calls_json(self.folded()),
+            "summary": summary.to_dict(),
+            "outside_kernels": None if outside is None else
+            [k.to_dict() for k in kernel_stats(outside)],
             "gpu_ms_by_library": self.gpu_ms_by_library(),
             "aten_ops": None if self.aten_ops is None else [a.to_dict() for a in self.aten_ops],
             "notes": list(self.notes),
             "sections": list(self.sections),
-            "outside_kernels": None if self.outside_kernels is None else
-            [{"name": k, "gpu_ms": ms} for k, ms in self.outside_kernels],
-            "output": list(self.output),
-            "stderr": self.stderr,
             "returncode": self.returncode,
             "signal": self.signal,
             "signal_name": self.signal_name,
             "exit_status": self.exit_status,
+            "wall_s": self.wall_s,
+            "tracing_s": dict(self.tracing_s),
         }
-        if summary is not None:
-            d["summary"] = summary.to_dict()
-            d["wall_s"] = self.wall_s
-            d["format"] = "full" if records else "compact" if compact else "tree"
-        if records:
-            d["records"] = [_record_dict(r) for r in self.records()]
+        if full:
+            index = {id(r): i for i, r in enumerate(self.records())}
+            d["records"] = [_record_dict(r, index) for r in self.records()]
+            d["activities"] = None if self.activities is None else [
+                {"name": a.name, "activity": a.activity, "start_us": a.start_us,
+                 "dur_us": a.dur_us, "stream": a.stream, "device": a.device,
+                 "call": index.get(id(a.parent))} for a in self.activities]
+            d["kernels"] = None if self.kernels is None else [k.to_dict() for k in self.kernels]
+            d["output"], d["stderr"] = list(self.output), self.stderr
         return d
 
-    def to_json(self, *, compact: bool = False, records: bool = False, summary=None, **kw) -> str:
-        """:meth:`to_dict` as JSON text (``indent=2``; ``indent=1`` when ``compact``).
+    def to_json(self, *, full: bool = False, summary=None, **kw) -> str:
+        """:meth:`to_dict` as strict JSON text, without spaces unless ``indent`` is given.
 
         Parameters
         ----------
-        compact, records, summary
+        full, summary
             See :meth:`to_dict`.
         **kw
             Passed to :func:`json.dumps`.
@@ -468,8 +521,8 @@ class Trace:
         >>> Trace(label="x").to_json().startswith("{")
         True
         """
-        kw.setdefault("indent", 1 if compact else 2)
-        return _json.dumps(self.to_dict(compact=compact, records=records, summary=summary), **kw)
+        kw.setdefault("separators", (",", ":") if kw.get("indent") is None else None)
+        return _json.dumps(self.to_dict(full=full, summary=summary), **kw)
 
     # -- rendering ----------------------------------------------------------
     def renderable(self, *, all: bool = False, fold: bool = True, by=("routine",),
@@ -490,77 +543,80 @@ class Trace:
         if summary:
             parts.append(self.summary(by=by, all=all).renderable())
             parts.append(Text(""))
-        group_key = _group_key(by)
-        root = Tree(Text(self.label or "trace", style="bold"))
-        if self.calls is None:
-            root.add(Text("API calls not traced (see the note below)", style="dim italic"))
-        else:
-            nodes = self.tree(all=all)
-            grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
-            runs: list[tuple[Any, list[CallNode]]] = []
-            for node in nodes:
-                if not runs or runs[-1][0] != node.call.section:
-                    runs.append((node.call.section, []))
-                runs[-1][1].append(node)
-            for label, run in runs:
-                group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
-                    if grouped else root
-                for key, sub in _runs_by(run, group_key):
-                    parent = group if group_key is None else group.add(
-                        Text(key, style="bold blue"))
-                    for item in (fold_repeats(sub) if fold else sub):
-                        _add_item(parent, item)
-            empty = [s for s in self.sections if s not in {n.call.section for n in nodes}]
-            if grouped and empty:
-                branch = root.add(Text("sections with no call shown", style="bold yellow"))
-                for s in empty:
-                    branch.add(Text(s, style="yellow"))
-            if not nodes:
-                root.add(Text("no cuSOLVER / cuBLAS call" + (" other than setup" if self.calls else ""),
-                              style="italic"))
-            hidden = sum(1 for c in self.calls for n in [c, *c.children] if n.kind == "setup")
-            if hidden and not all:
-                root.add(Text(f"({hidden} setup calls hidden: handles, streams, params; "
-                              f"show them with --all / all=True)", style="dim"))
         if tree:
-            parts.append(root)
+            parts.append(self._tree_renderable(all, fold, _group_key(by)))
         if self.aten_ops:
             parts.append(Text("aten ops: " + ", ".join(
                 f"{a.name}" + (f" ×{a.count}" if a.count > 1 else "") for a in self.aten_ops),
                 style="dim"))
-        if self.kernels is not None:
-            if self.kernels:
-                t = Table(title="CUDA kernels (torch.profiler)", title_justify="left",
-                          show_edge=False, pad_edge=False)
-                t.add_column("kernel", overflow="fold")
-                t.add_column("library")
-                t.add_column("GPU ms", justify="right")
-                t.add_column("count", justify="right")
-                for k in self.kernels:
-                    t.add_row(short_kernel_name(k.name), Text(k.library, style=_LIB_STYLE.get(k.library, "")),
-                              f"{k.gpu_ms:.4f}", str(k.count))
-                parts.append(t)
-                per = self.gpu_ms_by_library() or {}
-                parts.append(Text("GPU ms by library: " + "  ".join(
-                    f"{lib} {ms:.4f}" for lib, ms in per.items())))
-            else:
-                parts.append(Text("no CUDA kernels", style="italic"))
-        if self.outside_kernels is not None and self.calls:
-            ms = sum(t for _k, t in self.outside_kernels)
-            stray = [k for k, _t in self.outside_kernels
-                     if classify_kernel(k) in ("cuSOLVER", "cuBLAS")]
-            parts.append(Text(f"per-call GPU ms: from torch.profiler in the API child; "
-                              f"{len(self.outside_kernels)} kernel"
-                              f"{'s' if len(self.outside_kernels) != 1 else ''} ({ms:.4f} ms) ran outside "
-                              f"cuSOLVER / cuBLAS calls (torch's own ATen / MAGMA kernels)", style="dim"))
+        kernels = self.kernels
+        if kernels:
+            t = Table(title="GPU kernels, memcpys and memsets (torch.profiler)", title_justify="left",
+                      show_edge=False, pad_edge=False)
+            for col, just in (("kernel", "left"), ("library", "left"), ("GPU ms", "right"),
+                              ("count", "right")):
+                t.add_column(col, justify=just, overflow="fold")
+            for k in kernels[:_KERNEL_ROWS]:
+                t.add_row(short_kernel_name(k.name), Text(k.library, style=_LIB_STYLE.get(k.library, "")),
+                          f"{k.gpu_ms:.4f}", str(k.count))
+            parts.append(t)
+            if len(kernels) > _KERNEL_ROWS:
+                parts.append(Text(f"… {len(kernels) - _KERNEL_ROWS} more names (all of them in "
+                                  f"the --full JSON)", style="dim"))
+            parts.append(Text("GPU ms by library: " + "  ".join(
+                f"{lib} {ms:.4f}" for lib, ms in (self.gpu_ms_by_library() or {}).items())))
+        elif kernels is not None:
+            parts.append(Text("no CUDA kernels", style="italic"))
+        outside = self.outside_kernels
+        if outside is not None and self.calls:
+            ms = sum(a.dur_us or 0.0 for a in outside) / 1e3
+            parts.append(Text(f"{len(outside)} GPU activities ({ms:.4f} ms) ran outside cuSOLVER / "
+                              f"cuBLAS calls (torch's own ATen / MAGMA kernels)", style="dim"))
+            stray = [a.name for a in outside if classify_kernel(a.name) in ("cuSOLVER", "cuBLAS")]
             if stray:
                 parts.append(Text(f"note: {len(stray)} of them are named like cuSOLVER / cuBLAS "
-                                  f"kernels but were launched outside any logged call's span "
+                                  f"kernels but no logged call launched them "
                                   f"({short_kernel_name(stray[0], 60)}{', …' if len(stray) > 1 else ''})",
                                   style="yellow"))
         for note in self.notes:
             parts.append(Text("note: " + note, style="yellow"))
         return Group(*parts)
+
+    def _tree_renderable(self, all: bool, fold: bool, group_key):
+        from rich.text import Text
+        from rich.tree import Tree
+
+        root = Tree(Text(self.label or "trace", style="bold"))
+        if self.calls is None:
+            root.add(Text("API calls not traced (see the note below)", style="dim italic"))
+            return root
+        nodes = self.tree(all=all)
+        grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
+        runs: list[tuple[Any, list[CallNode]]] = []
+        for node in nodes:
+            if not runs or runs[-1][0] != node.call.section:
+                runs.append((node.call.section, []))
+            runs[-1][1].append(node)
+        for label, run in runs:
+            group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
+                if grouped else root
+            for key, sub in _runs_by(run, group_key):
+                parent = group if group_key is None else group.add(Text(key, style="bold blue"))
+                for item in (fold_repeats(sub) if fold else sub):
+                    _add_item(parent, item)
+        empty = [s for s in self.sections if s not in {n.call.section for n in nodes}]
+        if grouped and empty:
+            branch = root.add(Text("sections with no call shown", style="bold yellow"))
+            for s in empty:
+                branch.add(Text(s, style="yellow"))
+        if not nodes:
+            root.add(Text("no cuSOLVER / cuBLAS call" + (" other than setup" if self.calls else ""),
+                          style="italic"))
+        hidden = sum(1 for r in self.records() if r.kind == "setup")
+        if hidden and not all:
+            root.add(Text(f"({hidden} setup calls hidden: handles, streams, params; "
+                          f"show them with --all / all=True)", style="dim"))
+        return root
 
     def __rich__(self):
         return self.renderable()
@@ -595,19 +651,27 @@ class Trace:
         return self._render_text(html=True)
 
     def __repr__(self) -> str:
-        n = 0 if not self.calls else sum(1 for top in build_tree(self.calls) for _ in top.walk())
-        k = "-" if self.kernels is None else len(self.kernels)
-        return f"<Trace {self.label!r}: {n} call nodes, {k} kernels>"
+        n = len(self.records())
+        k = "-" if self.activities is None else len(self.activities)
+        return f"<Trace {self.label!r}: {n} calls, {k} GPU activities>"
 
 
-def _record_dict(r: ApiCall) -> dict:
+def _calls_json(runs: list) -> list:
+    out: list = []
+    for label, items in runs:
+        body = [x.to_dict() for x in items]
+        out += body if label is None else [{"section": label, "calls": body}]
+    return out
+
+
+def _record_dict(r: ApiCall, index: dict) -> dict:
     """One record of ``--full`` JSON: everything the log and the profiler said about it."""
-    return {"library": r.library, "function": r.function, "kind": r.kind, "args": r.values(),
-            "pointers": dict(r.pointers()), "line": r.line, "section": r.section,
-            "pid": r.pid, "time": r.time, "truncated": r.truncated,
-            "kernels": None if r.kernels is None else [[k, ms] for k, ms in r.kernels],
-            "op": r.op, "where": r.where, "code": r.code,
-            "span_us": None if r.span is None else list(r.span)}
+    return {"library": r.library, "function": r.name, "kind": r.kind, "args": r.values(),
+            "pointers": r.pointers(), "line": r.line, "section": r.section,
+            "parent": index.get(id(r.parent)), "pid": r.pid, "time": r.time,
+            "truncated": r.truncated, "op": r.op, "where": r.where, "code": r.code,
+            "start_us": r.start_us, "dur_us": r.dur_us,
+            "kernels": None if r.kernels is None else [[k.name, k.gpu_ms] for k in r.kernels]}
 
 
 def _short_path(path: str) -> str:
@@ -631,7 +695,7 @@ def _group_key(by):
             return f"{_short_path(path)}:{line}" + (f"  {n.call.code}" if n.call.code else "")
         return key
     if "op" in by:
-        return lambda n: n.call.op or "(no torch op, or not profiled)"
+        return lambda n: n.call.op or "(no torch op, or not profiled with --by op)"
     return None
 
 
@@ -647,20 +711,21 @@ def _runs_by(nodes: list[CallNode], key) -> list[tuple[str | None, list[CallNode
     return runs
 
 
-def _add_item(parent, item: "CallNode | RepeatBlock") -> None:
+def _add_item(parent, item) -> None:
     from rich.text import Text
 
     if isinstance(item, CallNode):
         _add_node(parent, item)
         return
     text = Text(f"× {item.count}", style="bold")
-    nested = " (with the calls under them)" if any(n.children for n in item.nodes) else ""
+    nested = " (with the calls under them)" if any(
+        isinstance(n, RepeatBlock) or n.children for n in item.nodes) else ""
     text.append(f"  the {len(item.nodes)} calls below{nested}, repeated back to back", style="italic")
     if item.gpu_ms is not None:
         text.append(f"  [GPU {item.gpu_ms:.4f} ms in all]", style="green")
     branch = parent.add(text)
     for node in item.nodes:
-        _add_node(branch, node)
+        _add_item(branch, node)
 
 
 def _add_node(parent, node: CallNode) -> None:

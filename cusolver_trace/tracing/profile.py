@@ -1,37 +1,30 @@
 """``trace(fn, *args, **kwargs)``: what one torch call does on the GPU.
 
-Two views of the same call:
-
-* kernels and aten ops, in this process, from ``torch.profiler`` (one warm-up
-  call first, then one profiled call);
-* the cuSOLVER / cuBLAS API calls with their arguments, from the libraries' own
-  loggers. Those can only be switched on before the libraries load, so the call
-  is replayed on the same inputs in a child process
-  (:mod:`cusolver_trace.tracing._child`) started with the loggers on.
+The cuSOLVER / cuBLAS API calls with their arguments come from the libraries' own loggers,
+which can only be switched on before the libraries load: the call is replayed on the same
+inputs in a child process (:mod:`cusolver_trace.tracing._child`) started with the loggers on,
+which also profiles it (kernels per call, the kernel table, aten ops).
 """
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
-import re
 import sys
 import tempfile
-import warnings
 from typing import Any, Callable, Iterable
 
-from ._child import MARK_BEGIN, child_command, resolve
-from ._hook import Attribution
-from .kernels import classify_kernel
-from .model import AtenOp, KernelStat, Trace
+from ._child import resolve
+from .events import AtenOp
+from .model import Trace
+from .program import attach, bootstrap_command
 from .runner import run_traced
 
 __all__ = ["trace", "qualified_name", "api_calls_many"]
 
 #: Seconds the API child may run before it is killed.
 CHILD_TIMEOUT_S = 600.0
-_SECTION = MARK_BEGIN[len("#### "):]
+_SECTION = "call"
 #: Namespaces searched for builtins whose __module__/__qualname__ do not import
 #: (``torch.linalg.cholesky.__module__`` is ``torch._C._linalg``).
 _NAMESPACES = ("torch", "torch.linalg", "torch.Tensor", "torch.special", "torch.fft",
@@ -114,34 +107,29 @@ def _describe(fn: Callable, args, kwargs) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def _profile(fn, args, kwargs, cuda: bool) -> tuple[list[KernelStat], list[AtenOp]]:
-    """One call under torch.profiler: kernels (device ms) and aten ops (host ms)."""
+def _profile(fn, args, kwargs, cuda: bool) -> tuple[list, list[AtenOp]]:
+    """One call in this process under the profiler (every op): its GPU activities (no call
+    is logged here, so none has a parent) and aten ops (host ms)."""
     import torch
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with warnings.catch_warnings():  # one profiling cycle: torch's "clears events" hint is noise
-        warnings.filterwarnings("ignore", message=".*[Pp]rofiler clears events.*")
-        with profile(activities=activities) as prof:
-            fn(*args, **kwargs)
-            if cuda:
-                torch.cuda.synchronize()
-        events = prof.events()
-    kernels: dict[str, list] = {}
-    aten: dict[str, list] = {}
-    for e in events:
-        ms = e.time_range.elapsed_us() / 1000.0
-        if getattr(e, "device_type", DeviceType.CPU) == DeviceType.CUDA:
-            k = kernels.setdefault(e.name, [0.0, 0])
-            k[0] += ms
-            k[1] += 1
-        elif e.name.startswith("aten::"):
-            a = aten.setdefault(e.name, [0, 0.0])
-            a[0] += 1
-            a[1] += ms
-    return ([KernelStat(n, classify_kernel(n), ms, c) for n, (ms, c) in kernels.items()],
-            [AtenOp(n, c, ms) for n, (c, ms) in aten.items()])
+    from . import _hook
+
+    prof = _hook.Profiler(torch, cuda=cuda, all_ops=True)
+    prof.start()
+    try:
+        fn(*args, **kwargs)
+        if cuda:
+            torch.cuda.synchronize()
+    finally:
+        events = prof.stop()
+    found = _hook.correlate(events, all_ops=True)
+    return attach([], found, [], gpu=cuda) or [], _aten(found)
+
+
+def _aten(found: dict | None) -> list[AtenOp] | None:
+    if not found or found.get("aten") is None:
+        return None
+    return [AtenOp(n, c, ms) for n, c, ms in found["aten"]]
 
 
 def _child_pythonpath() -> str:
@@ -151,25 +139,13 @@ def _child_pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(paths))
 
 
-def _api_calls(name: str, args, kwargs, device: str | None, *, timeout: float = CHILD_TIMEOUT_S):
-    """Replay ``name(*args, **kwargs)`` in a child with the loggers on.
-
-    Returns ``(calls, notes, outside)``; ``calls`` is ``None`` if the child never
-    reached the traced call; each record's ``kernels`` holds what it launched
-    (:mod:`._hook`), ``outside`` the ``(kernel, ms)`` launched outside any API call
-    (``None`` when per-call times are missing). Raises ``ValueError`` if the inputs cannot be saved.
-    """
-    spec: dict[str, Any] = {"fn": name, "args": args, "kwargs": kwargs}
-    return _run_child(spec, [(_SECTION, "kernels.json")], device, timeout)[_SECTION]
-
-
 def api_calls_many(calls, device: str | None, *, timeout: float = CHILD_TIMEOUT_S) -> dict:
     """Several named calls, each traced in turn in one child with the loggers on.
 
     Parameters
     ----------
     calls : sequence of (label, name, args, kwargs)
-        ``label``: the call's section (``"torch"``, ``"replay"``; distinct, no ``####``);
+        ``label``: the call's section (``"torch"``, ``"replay"``; distinct, no ``#``);
         ``name``: an importable dotted name (:func:`qualified_name`); its inputs
         (``torch.save``-able).
     device : str or None
@@ -181,29 +157,34 @@ def api_calls_many(calls, device: str | None, *, timeout: float = CHILD_TIMEOUT_
     Returns
     -------
     dict
-        ``label -> (calls, notes, outside)`` as one :func:`trace` child gives them:
-        ``calls`` (a list of :class:`~.logparse.ApiCall`) is None when the child never
-        reached that call.
+        ``label -> (calls, notes, activities)``: ``calls`` (a list of
+        :class:`~.events.ApiCall` events, each with the GPU activities it launched as
+        ``kernels`` on CUDA) is None when the child never reached that call; ``activities``
+        every GPU activity of the call (``parent``: the call that launched it, ``None``:
+        torch's own), or None when not profiled (CPU inputs, no hook).
 
     Raises
     ------
     ValueError
         The inputs cannot be saved, or the labels are not distinct.
     """
+    return {k: v[:3] for k, v in _run_child(calls, device, timeout).items()}
+
+
+def _run_child(calls, device: str | None, timeout: float, warm_up=None) -> dict:
+    """Run the API child; per label ``(calls, notes, activities, aten ops)``. ``warm_up``
+    (a callable) runs in this process while the child starts; what it raises is raised
+    here, after the child has been stopped."""
+    import threading
+
+    import torch
+
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels) or any("#" in str(x) or not str(x) for x in labels):
         raise ValueError(f"api_calls_many: labels must be distinct and plain, got {labels}")
     spec: dict[str, Any] = {"calls": [{"label": lb, "fn": fn, "args": a, "kwargs": kw}
-                                      for lb, fn, a, kw in calls]}
-    return _run_child(spec, [(lb, f"kernels-{i}.json") for i, lb in enumerate(labels)], device,
-                      timeout)
-
-
-def _run_child(spec: dict, sections, device: str | None, timeout: float) -> dict:
-    """Run the API child on ``spec``; per ``(section, kernels file)``: (calls, notes, outside)."""
-    import torch
-
-    spec = {**spec, "device": device, "linalg_library": None}
+                                      for lb, fn, a, kw in calls],
+                            "device": device, "linalg_library": None}
     if device and device.startswith("cuda"):
         spec["linalg_library"] = torch.backends.cuda.preferred_linalg_library().name.lower()
     found: dict = {}
@@ -213,101 +194,87 @@ def _run_child(spec: dict, sections, device: str | None, timeout: float) -> dict
         except Exception as e:  # pickling errors come in many types
             raise ValueError(f"trace(): the inputs could not be saved with torch.save for "
                              f"the API part ({type(e).__name__}: {e}); pass api=False") from e
-        run = run_traced(child_command(folder),
-                         env={"PYTHONPATH": _child_pythonpath()}, timeout=timeout)
-        try:
-            with open(os.path.join(folder, "status.json")) as fh:
-                status = json.load(fh)
-        except (OSError, ValueError):
-            status = {"ok": False}
-        for section, kfile in sections:
+        argv = bootstrap_command(sys.executable, [], "_child", [folder])
+        env = {"PYTHONPATH": _child_pythonpath()}
+        if warm_up is None:
+            run = run_traced(argv, env=env, timeout=timeout)
+        else:  # the child starts (seconds: torch, CUDA) while this process warms up
+            stop, box = threading.Event(), {}
+            worker = threading.Thread(target=lambda: box.update(
+                run=_guarded(run_traced, argv, env=env, timeout=timeout, stop=stop)))
+            worker.start()
             try:
-                with open(os.path.join(folder, kfile)) as fh:
-                    found[section] = Attribution.from_dict(json.load(fh))
-            except (OSError, ValueError, KeyError, TypeError):
-                found[section] = None
+                warm_up()
+            except BaseException:
+                stop.set()
+                worker.join()
+                raise
+            worker.join()
+            run = box["run"]
+            if isinstance(run, BaseException):
+                raise run
+        status = _read_json(os.path.join(folder, "status.json")) or {"ok": False}
+        for i, label in enumerate(labels):
+            found[label] = _read_json(os.path.join(folder, f"profile-{i}.json"))
     tail = "\n".join(run.stderr.strip().splitlines()[-5:])
     out: dict = {}
-    for section, _kfile in sections:
+    for label in labels:
         notes: list[str] = []
         if run.signal is not None or run.timed_out:
             notes.extend(run.notes[:1])
-        if section not in run.log.sections:
+        if label not in run.log.sections:
             why = status.get("error") or tail
             notes.append(f"the API child stopped before the traced call (exit status "
                          f"{run.exit_status}){': ' + why if why else ''}")
-            out[section] = (None, notes, None)
+            out[label] = (None, notes, None, None)
             continue
-        done = section in (status.get("done") or []) or (status.get("ok") and "done" not in status)
-        if not done:
+        if label not in (status.get("done") or []):
             notes.append(f"the traced call did not complete in the API child: "
                          f"{status.get('error') or tail or 'no status written'}; the records "
                          f"logged up to then are shown")
-        part = run.log.section(section)
-        timing, outside = found[section], None
-        if timing is None and spec["linalg_library"] is not None:  # CUDA call without timing
+        part = run.log.section(label)
+        profile, activities = found[label], None
+        if profile is None and spec["linalg_library"] is not None:  # CUDA call without timing
             notes.append("no per-call GPU time: the API child could not hook C stdout "
                          "(needs glibc) or did not finish the profiled call")
-        elif timing is not None:
-            outside = attach_kernels(part.records, timing, notes)
-        out[section] = (part.calls, notes, outside)
+        elif profile is not None:
+            activities = attach(part.records, profile, notes)
+        out[label] = (part.calls, notes, activities, _aten(profile))
     return out
 
 
-#: Kernels only torch launches (ATen / c10 templates): never part of a library call.
-_TORCH_KERNEL_RE = re.compile(r"\b(?:at|c10)::")
-
-
-def _torch_own(kernel: str) -> bool:
-    """ATen / c10 kernels and MAGMA's (MAGMA is linked into torch and not logged)."""
-    return bool(_TORCH_KERNEL_RE.search(kernel)) or classify_kernel(kernel) == "MAGMA"
-
-
-def attach_kernels(records, found, notes: list[str]) -> list[tuple[str, float]] | None:
-    """Set ``record.kernels`` from an :class:`~._hook.Attribution` whose markers line
-    up one to one with ``records`` (same functions, same order); return the kernels
-    that belong to no call (torch's own). Otherwise leave them ``None``, add a note
-    and return ``None``.
-
-    A marker only says where a call *starts*, so what torch launches after a call
-    returns lands on that call unless corrected: ATen / c10 kernels (``at::native::…``
-    — the ``tril_`` of ``linalg.cholesky``, copies, the info check), MAGMA kernels
-    (torch's MAGMA path calls cuBLAS between its own launches) and anything
-    after a setup call (``cusolverDnDestroyParams``, ``SetStream``: they launch
-    nothing) are moved to torch's own. A memcpy / memset torch issues right after
-    a legacy-API call (``potrfBatched``) cannot be told apart and stays with it.
-    """
-    logged = [r.function for r in records]
-    if found.names != logged:
-        notes.append(f"no per-call GPU time: {len(found.names)} hooked records vs {len(logged)} "
-                     f"parsed ones do not line up")
+def _read_json(path: str):
+    """What a child wrote to ``path``, or ``None`` (missing, cut short)."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
         return None
-    outside = list(found.outside)
-    for r, kernels in zip(records, found.per_record):
-        if r.kind == "setup":
-            mine, theirs = [], list(kernels)
-        else:
-            mine = [k for k in kernels if not _torch_own(k[0])]
-            theirs = [k for k in kernels if _torch_own(k[0])]
-        r.kernels = mine
-        outside.extend(theirs)
-    return outside
+
+
+def _guarded(fn, *args, **kw):
+    """``fn(*args, **kw)``, or the exception it raised (for a worker thread)."""
+    try:
+        return fn(*args, **kw)
+    except BaseException as e:  # handed to the caller's thread
+        return e
 
 
 def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
-    """Trace one call ``fn(*args, **kwargs)``: API calls, kernels and aten ops.
+    """Trace one call ``fn(*args, **kwargs)``: API calls, GPU kernels and aten ops.
 
-    Runs ``fn`` once as a warm-up, once under ``torch.profiler.profile`` (CPU +
-    CUDA activities) to collect aten ops (host ms) and CUDA kernels (device ms,
-    classified cuSOLVER / cuBLAS / MAGMA / ATen/other), and — when an input is a
-    CUDA tensor and ``api`` is true — replays the call on the same inputs in a
-    child process with the cuSOLVER and cuBLAS loggers on, to get the API calls
-    with their arguments (e.g. ``cusolverDnXpotrs`` uplo, n, nrhs, lda, ldb, and
-    the two ``cublasDtrsm_v2_64`` it issues). The child uses the parent's
-    ``preferred_linalg_library`` setting and the same ``CUDA_VISIBLE_DEVICES``,
-    and also profiles its call: each API call gets the kernels it launched and
-    their GPU ms (``ApiCall.kernels``; ``CallNode.gpu_ms`` / ``self_gpu_ms`` in
-    :meth:`Trace.tree`; see :mod:`cusolver_trace.tracing._hook`; glibc only).
+    When an input is a CUDA tensor and ``api`` is true, the call is replayed on the same
+    inputs in a child process with the cuSOLVER and cuBLAS loggers on (they can only be
+    switched on before the libraries load): one warm-up call, then one call under
+    ``torch.profiler`` (CPU ops + CUDA activities). That gives the API calls with their
+    arguments (e.g. ``cusolverDnXpotrs`` uplo, n, nrhs, lda, ldb, and the two
+    ``cublasDtrsm_v2_64`` it issues), the GPU activities each call launched (their GPU ms:
+    ``CallNode.gpu_ms`` / ``self_gpu_ms`` in :meth:`Trace.tree`; see
+    :mod:`cusolver_trace.tracing._hook`; glibc only), the kernel table and the aten ops.
+    The child uses this process's ``preferred_linalg_library`` setting and the same
+    ``CUDA_VISIBLE_DEVICES``; this process makes the call once too (its errors are raised
+    here), while the child starts. Otherwise (CPU inputs, ``api=False``) the call is
+    profiled here, after a warm-up call.
 
     Parameters
     ----------
@@ -322,41 +289,46 @@ def trace(fn: Callable, *args, api: bool = True, **kwargs) -> Trace:
     Returns
     -------
     Trace
-        Rendered as a tree (terminal, notebook), ``to_json()``. Per-call GPU ms
-        come from the child's run, the kernel table from this process's run.
-        ``calls`` is ``None`` when the API part was skipped (CPU inputs: cuSOLVER
-        is not involved; ``api=False``), with a note saying why.
+        Rendered as a tree (terminal, notebook), ``to_json()``. ``calls`` is ``None`` when
+        the API part was skipped (CPU inputs: cuSOLVER is not involved; ``api=False``),
+        with a note saying why.
 
     Raises
     ------
     ValueError
         If the API part is needed and ``fn`` cannot be imported by name (lambda,
         local function, ``__main__``), or the inputs cannot be saved.
-    Whatever ``fn`` raises (the warm-up call runs first, in this process).
+    Whatever ``fn`` raises (the call in this process).
     """
     import torch
 
     tensors = list(_tensors((args, kwargs)))
     cuda_tensors = [t for t in tensors if t.is_cuda]
     device = str(cuda_tensors[0].device) if cuda_tensors else None
-    name = qualified_name(fn) if (api and cuda_tensors) else None  # fail before running
-    fn(*args, **kwargs)  # warm-up
-    if cuda_tensors:
-        torch.cuda.synchronize()
-    kernels, aten = _profile(fn, args, kwargs, bool(cuda_tensors))
     notes: list[str] = []
-    calls = outside = None
-    if not api:
-        notes.append("API calls not traced (api=False)")
-    elif not cuda_tensors:
-        notes.append("no CUDA tensor among the inputs: the call runs on the CPU (LAPACK), "
-                     "cuSOLVER and cuBLAS are not involved, so there are no API calls to trace")
-    else:
-        calls, more, outside = _api_calls(name, args, kwargs, device)
+    calls = None
+
+    def warm_up():
+        fn(*args, **kwargs)
+        if cuda_tensors:
+            torch.cuda.synchronize()
+
+    if api and cuda_tensors:
+        name = qualified_name(fn)  # fails before anything runs
+        calls, more, activities, aten = _run_child([(_SECTION, name, args, kwargs)], device,
+                                                   CHILD_TIMEOUT_S, warm_up)[_SECTION]
         notes.extend(more)
-    if cuda_tensors and not kernels:
+    else:
+        warm_up()
+        activities, aten = _profile(fn, args, kwargs, bool(cuda_tensors))
+        if not api:
+            notes.append("API calls not traced (api=False)")
+        else:
+            notes.append("no CUDA tensor among the inputs: the call runs on the CPU (LAPACK), "
+                         "cuSOLVER and cuBLAS are not involved, so there are no API calls to trace")
+        if not cuda_tensors:
+            activities = []
+    if cuda_tensors and activities == []:
         notes.append("torch.profiler reported no CUDA kernels (is CUPTI available?)")
-    return Trace(label=_describe(fn, args, kwargs), calls=calls,
-                 kernels=kernels, aten_ops=aten, notes=notes,
-                 sections=[_SECTION] if calls is not None else [],
-                 outside_kernels=outside)
+    return Trace(label=_describe(fn, args, kwargs), calls=calls, activities=activities,
+                 aten_ops=aten, notes=notes, sections=[_SECTION] if calls is not None else [])

@@ -1,25 +1,19 @@
-"""GPU time per API call for a whole program (``cusolver-trace trace -- python3 prog.py``).
+"""GPU time per API call for a whole program (``cusolver-trace trace -- python3 prog.py``),
+and the join of a traced process's profile with the parsed log.
 
-The same join as :func:`cusolver_trace.tracing.trace` does for one call
-(:mod:`._hook`), applied to a whole Python program:
+1. :func:`program_command` rewrites ``python3 [opts] prog.py ARGS`` (also ``-m module`` and
+   ``-c code``) into a bootstrap (:data:`BOOTSTRAP`) that installs the C ``stdout`` hook
+   (:mod:`._hook`) *before* the program imports torch, then runs :mod:`._progboot`, which
+   runs the program under the profiler and writes, at its end, the correlation of every GPU
+   activity with the hooked records (:func:`._hook.correlate`: done in the traced process,
+   so the profiler's events never leave it).
+2. :func:`load_profile` reads that back; :func:`attach` joins it with the parsed records:
+   each record gets its timeline span, the torch op that issued it (``--by op``), its source
+   line and the GPU activities it launched (events whose ``parent`` is the record).
 
-1. :func:`program_command` rewrites ``python3 [opts] prog.py ARGS`` (also ``-m
-   module`` and ``-c code``) into a bootstrap (:mod:`._progboot`) that installs
-   the C ``stdout`` hook *before* the program imports torch, runs the program
-   under ``torch.profiler`` and writes the profiler events, the hooked record
-   names and, per record, the user's source line.
-2. :func:`load_program_profile` reads them back; :func:`attribute_program` gives
-   every logged record its kernels (by correlation id, as :func:`._hook.attribute`),
-   the torch op that issued it (the ``aten::`` CPU op events enclosing its marker on
-   the same thread) and its host-side span, plus a GPU timeline for ``--chrome``.
-3. :func:`apply_timing` attaches all that to the parsed records.
-
-Why torch.profiler: it is what the project already uses (one mechanism for
-``trace(fn)`` and whole programs), it puts kernels, runtime launches, aten ops
-and our markers on one timeline with shared correlation ids, and cupti-python is
-not installed on the GPU machine. Cost: the profiler's own overhead (see
-``--overhead``), and a program that starts torch.profiler itself conflicts with it
-(run it with ``--no-timing``).
+Why torch.profiler: it puts kernels, runtime launches and our markers on one timeline with
+shared correlation ids, and cupti-python is not installed on the GPU machine. A program
+that starts torch.profiler itself conflicts with it (run it with ``--no-timing``).
 """
 from __future__ import annotations
 
@@ -27,18 +21,16 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from ._hook import _LAUNCH_PREFIXES, _TICK_RE, Attribution
+from .events import Event
 
-__all__ = ["PROGRAM_BOOTSTRAP", "program_command", "ProgramProfile", "load_program_profile",
-           "ProgramTiming", "attribute_program", "apply_timing", "GpuEvent"]
+__all__ = ["BOOTSTRAP", "bootstrap_command", "program_command", "load_profile", "attach"]
 
-_BOOT_HOOK = "_cusolver_trace_hook"
-_BOOT_PROG = "_cusolver_trace_progboot"
-#: ``python -c PROGRAM_BOOTSTRAP <_hook.py> <_progboot.py> OUTDIR MODE TARGET ARGS...``
-PROGRAM_BOOTSTRAP = (
+#: ``python -c BOOTSTRAP <_hook.py> <module.py> ARGS...``: loads ``_hook.py`` by path (stdlib
+#: only), installs the stdout hook, then loads the module by path and calls its
+#: ``main(hook_module, ARGS)`` -- without importing :mod:`cusolver_trace`.
+BOOTSTRAP = (
     "import importlib.util as _u, sys as _s\n"
     "def _load(name, path):\n"
     "    spec = _u.spec_from_file_location(name, path)\n"
@@ -46,21 +38,27 @@ PROGRAM_BOOTSTRAP = (
     "    _s.modules[name] = mod\n"
     "    spec.loader.exec_module(mod)\n"
     "    return mod\n"
-    "_h = _load(%r, _s.argv[1])\n"
+    "_h = _load('_cusolver_trace_hook', _s.argv[1])\n"
     "_h.HOOK = _h.install_stdout_hook()\n"
-    "_p = _load(%r, _s.argv[2])\n"
+    "_m = _load('_cusolver_trace_main', _s.argv[2])\n"
     "del _load\n"
-    "_p.main(_h.HOOK, _s.argv[3:])\n"
-) % (_BOOT_HOOK, _BOOT_PROG)
-
+    "_m.main(_h, _s.argv[3:])\n"
+)
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_RE = re.compile(r"^python(?:\d+(?:\.\d+)*)?$")
 _FLAG_OPTS = set("bBdEhiIOqsSuvVxR") | {"OO", "bb"}
 _VALUE_OPTS = {"-W", "-X"}
 
 
+def bootstrap_command(python: str, opts: Sequence[str], module: str, args: Sequence[str]) -> list[str]:
+    """``python [opts] -c BOOTSTRAP <_hook.py> <module>.py ARGS``: ``module`` is ``_progboot``
+    (a whole program) or ``_child`` (the calls of :func:`~.profile.trace`)."""
+    return [python, *opts, "-c", BOOTSTRAP, os.path.join(_HERE, "_hook.py"),
+            os.path.join(_HERE, f"{module}.py"), *args]
+
+
 def _is_python(exe: str) -> bool:
-    base = os.path.basename(exe)
-    if _PYTHON_RE.match(base):
+    if _PYTHON_RE.match(os.path.basename(exe)):
         return True
     try:
         return os.path.samefile(exe, sys.executable)
@@ -68,7 +66,8 @@ def _is_python(exe: str) -> bool:
         return False
 
 
-def program_command(argv: Sequence[str], outdir: str) -> tuple[list[str] | None, str | None]:
+def program_command(argv: Sequence[str], outdir: str, *, all_ops: bool = False
+                    ) -> tuple[list[str] | None, str | None]:
     """The bootstrap command that runs ``argv`` with per-call timing, or why not.
 
     Parameters
@@ -77,7 +76,9 @@ def program_command(argv: Sequence[str], outdir: str) -> tuple[list[str] | None,
         The program as the user gave it: ``python3 [interpreter options] script.py ARGS``,
         ``python3 -m module ARGS`` or ``python3 -c CODE ARGS``.
     outdir : str
-        Folder where the bootstrap writes ``status.json``, ``hook.json``, ``events.json``.
+        Folder where the bootstrap writes ``status.json`` and ``profile.json``.
+    all_ops : bool
+        Record every torch op too (``--by op``: the op that issued each call).
 
     Returns
     -------
@@ -138,280 +139,106 @@ def program_command(argv: Sequence[str], outdir: str) -> tuple[list[str] | None,
         break
     else:
         return None, "no script, -m module or -c code: nothing to time"
-    here = os.path.dirname(os.path.abspath(__file__))
-    return ([argv[0], *opts, "-c", PROGRAM_BOOTSTRAP, os.path.join(here, "_hook.py"),
-             os.path.join(here, "_progboot.py"), outdir, mode, target, *rest], None)
+    return bootstrap_command(argv[0], opts, "_progboot",
+                             [outdir, "ops" if all_ops else "calls", mode, target, *rest]), None
 
 
-@dataclass
-class ProgramProfile:
-    """What the bootstrap wrote (see :mod:`._progboot`).
-
-    Attributes
-    ----------
-    timing : bool        the profiler ran for the whole program
-    cuda : bool          a GPU was visible to torch in the program
-    why : str | None     why there is no timing (or no GPU time)
-    names : list[str]    function of every hooked record, in order
-    sources : list       per record ``(file, line, code)`` or ``None``
-    events : list        profiler events ``[device, start_ns, dur_ns, corr, name, thread, ...]``
-    """
-
-    timing: bool
-    cuda: bool
-    why: str | None
-    names: list[str] = field(default_factory=list)
-    sources: list = field(default_factory=list)
-    events: list = field(default_factory=list)
-
-
-def load_program_profile(folder: str) -> ProgramProfile:
-    """Read ``status.json``, ``hook.json`` and ``events.json`` from the bootstrap's folder.
+def load_profile(folder: str, name: str = "profile.json") -> tuple[dict, dict | None]:
+    """Read ``status.json`` and the correlated profile a bootstrap wrote.
 
     Parameters
     ----------
     folder : str
+    name : str
+        The profile's file name in ``folder``.
 
     Returns
     -------
-    ProgramProfile
-        ``timing`` false with ``why`` set when a file is missing or damaged (the
-        program never reached the bootstrap's end: killed, ``os._exit``, ...).
+    (dict, dict or None)
+        The status (``timing``, ``cuda``, ``why``, ``tracing_s`` ...; ``timing`` false with
+        ``why`` set when a file is missing or damaged: the program never reached the
+        bootstrap's end) and the profile (:func:`._hook.correlate` plus ``sources``), or
+        ``None``.
 
     Examples
     --------
-    >>> load_program_profile("/nonexistent").timing
+    >>> load_profile("/nonexistent")[0]["timing"]
     False
     """
-    def read(name):
-        with open(os.path.join(folder, name)) as fh:
+    def read(n):
+        with open(os.path.join(folder, n)) as fh:
             return json.load(fh)
 
     try:
         status = read("status.json")
     except (OSError, ValueError):
-        return ProgramProfile(False, False, "the program ended before the profiler could write "
-                                            "its events (killed, crashed, or left through os._exit)")
-    prof = ProgramProfile(bool(status.get("timing")), bool(status.get("cuda")), status.get("why"))
+        return {"timing": False, "cuda": False, "why": "the program ended before the profiler "
+                "could write its events (killed, crashed, or left through os._exit)"}, None
     try:
-        hooked = read("hook.json")
-        prof.names = [str(n) for n in hooked.get("names", [])]
-        prof.sources = [tuple(s) if s else None for s in hooked.get("sources", [])]
-    except (OSError, ValueError, TypeError):
-        pass
-    if prof.timing:
-        try:
-            prof.events = [tuple(e) for e in read("events.json")]
-        except (OSError, ValueError, TypeError):
-            prof.timing = False
-            prof.why = "the profiler's events could not be read back"
-    return prof
+        profile = read(name)
+    except (OSError, ValueError):
+        profile = None
+    if status.get("timing") and profile is None:
+        status = {**status, "timing": False, "why": "the profiler's events could not be read back"}
+    return status, profile
 
 
-@dataclass
-class GpuEvent:
-    """One kernel / memcpy / memset on the GPU timeline (µs from the first event)."""
-
-    name: str
-    start_us: float
-    dur_us: float
-    stream: int
-    device: int
-    record: int | None  # index of the API record that launched it (None: torch's own)
-
-
-@dataclass
-class ProgramTiming:
-    """Per-record results of :func:`attribute_program`.
-
-    Attributes
-    ----------
-    attribution : Attribution   kernels ``(name, ms)`` per record, for :func:`.profile.attach_kernels`
-    ops : list[str | None]      torch op that issued each record
-    spans : list                per record ``(start_us, end_us)`` on the host, or ``None``
-    gpu : list[GpuEvent]        every GPU event
-    kernel_records : dict       ``id(kernel tuple) -> GpuEvent`` (to follow kernels moved by
-                                :func:`.profile.attach_kernels`)
-    """
-
-    attribution: Attribution
-    ops: list
-    spans: list
-    gpu: list
-    kernel_records: dict = field(default_factory=dict, repr=False)
-    t0_ns: int = 0
-
-
-def _enclosing_ops(ops: list[tuple[int, int, int, str]], ticks: list[tuple[int, int, int]]) -> dict:
-    """For ticks ``(t, thread, index)`` and ops ``(start, end, thread, name)``: index ->
-    the op to report (outermost ``aten::`` op enclosing the tick on its thread; inside
-    autograd's backward, ``"aten::x (in XBackward0)"``)."""
-    by_thread: dict[int, list] = {}
-    for start, end, th, name in ops:
-        by_thread.setdefault(th, []).append((start, 0, end, name))
-    for t, th, idx in ticks:
-        by_thread.setdefault(th, []).append((t, 1, idx, None))
-    out: dict[int, str | None] = {}
-    for items in by_thread.values():
-        items.sort(key=lambda x: (x[0], x[1]))
-        stack: list[tuple[int, str]] = []
-        for start, kind, val, name in items:
-            while stack and stack[-1][0] <= start:
-                stack.pop()
-            if kind == 0:
-                if val > start:
-                    stack.append((val, name))
-                continue
-            aten = [n for _e, n in stack if n.startswith("aten::")]
-            backward = [n for _e, n in stack if n.startswith("autograd::engine::evaluate_function")]
-            op = aten[0] if aten else (stack[0][1] if stack else None)
-            if backward and op is not None:
-                op = f"{op} (in {backward[0].split(':')[-1].strip()})"
-            out[val] = op
-    return out
-
-
-def attribute_program(events: Iterable[Sequence]) -> ProgramTiming:
-    """Kernels, torch op and host span of every hooked record, from profiler events.
-
-    Parameters
-    ----------
-    events : iterable of sequences
-        ``(device, start_ns, duration_ns, correlation_id, name[, thread, device_index,
-        resource])`` as :mod:`._progboot` writes them (the 5-field form of
-        :func:`._hook.kineto_events` and of the kineto fixture file works too).
-
-    Returns
-    -------
-    ProgramTiming
-        A kernel belongs to the last ``ct_api#`` marker before its launch (the
-        runtime event with its correlation id); kernels launched before any marker
-        are torch's own (``attribution.outside``).
-
-    Examples
-    --------
-    >>> ev = [("cpu", 100, 0, 1, "ct_api#0:cusolverDnXpotrf", 7),
-    ...       ("cpu", 110, 5, 2, "cudaLaunchKernel", 7), ("cuda", 120, 2000, 2, "potrf_k", 7)]
-    >>> t = attribute_program(ev)
-    >>> t.attribution.per_record[0]
-    [('potrf_k', 0.002)]
-    """
-    events = [tuple(e) for e in events]
-    t0 = min((e[1] for e in events), default=0)
-
-    def us(ns):
-        return (ns - t0) / 1000.0
-
-    ticks: list[tuple[int, int, str, int]] = []   # start, index, name, thread
-    launch: dict[int, tuple[int, int, int]] = {}  # corr -> start, end, thread
-    ops: list[tuple[int, int, int, str]] = []
-    for e in events:
-        dev, start, dur, corr, name = e[:5]
-        th = e[5] if len(e) > 5 else 0
-        if dev != "cpu":
-            continue
-        m = _TICK_RE.match(name)
-        if m:
-            ticks.append((start, int(m.group("i")), m.group("name"), th))
-        elif name.startswith(_LAUNCH_PREFIXES):
-            launch.setdefault(corr, (start, start + dur, th))
-        elif name.startswith(("aten::", "autograd::")):
-            ops.append((start, start + dur, th, name))
-    ticks.sort()
-    count = max((t[1] for t in ticks), default=-1) + 1
-    names = [""] * count
-    spans: list = [None] * count
-    for start, i, name, _th in ticks:
-        names[i] = name
-        spans[i] = [us(start), us(start)]
-    per: list[list[tuple[str, float]]] = [[] for _ in range(count)]
-    outside: list[tuple[str, float]] = []
-    gpu: list[GpuEvent] = []
-    kernel_records: dict = {}
-    # per thread: ticks in time order, so a launch goes to the last marker of *its* thread
-    by_thread: dict[int, tuple[list[int], list[int]]] = {}
-    for start, i, _n, th in ticks:
-        s, idx = by_thread.setdefault(th, ([], []))
-        s.append(start)
-        idx.append(i)
-    all_starts = [t[0] for t in ticks]
-    all_idx = [t[1] for t in ticks]
-    import bisect
-
-    for e in sorted((e for e in events if e[0] != "cpu"), key=lambda e: launch.get(e[3], (e[1],))[0]):
-        _dev, start, dur, corr, name = e[:5]
-        dev_index = e[6] if len(e) > 6 else 0
-        stream = e[7] if len(e) > 7 else 0
-        ln = launch.get(corr)
-        if ln is not None and ln[2] in by_thread:
-            starts, idx = by_thread[ln[2]]
-            j = bisect.bisect_right(starts, ln[0]) - 1
-            rec = idx[j] if j >= 0 else None
-        else:
-            t = ln[0] if ln is not None else start
-            j = bisect.bisect_right(all_starts, t) - 1
-            rec = all_idx[j] if j >= 0 else None
-        item = (name, dur / 1e6)
-        ev = GpuEvent(name, us(start), dur / 1000.0, int(stream), int(dev_index), rec)
-        gpu.append(ev)
-        kernel_records[id(item)] = (ev, ln)
-        if rec is None:
-            outside.append(item)
-        else:
-            per[rec].append(item)
-    ops_by_index = _enclosing_ops(ops, [(t[0], t[3], t[1]) for t in ticks])
-    gpu.sort(key=lambda g: g.start_us)
-    timing = ProgramTiming(Attribution(names, per, outside),
-                           [ops_by_index.get(i) for i in range(count)], spans, gpu, kernel_records,
-                           t0)
-    return timing
-
-
-def apply_timing(records: list, timing: ProgramTiming, sources: Sequence | None,
-                 notes: list[str]) -> list[tuple[str, float]] | None:
-    """Attach kernels, ops, source lines and host spans to the parsed ``records``.
+def attach(records: list, profile: dict, notes: list[str], *, gpu: bool = True) -> list[Event] | None:
+    """Join a correlated profile with the parsed records (see the module docstring).
 
     Parameters
     ----------
     records : list of ApiCall
-        Every record of the log, in order (``ParsedLog.records``).
-    timing : ProgramTiming
-        From :func:`attribute_program`.
-    sources : sequence or None
-        Per record ``(file, line, code)`` from the hook, or ``None``.
+        Every record of the log (or of one section), in order (``ParsedLog.records``).
+    profile : dict
+        :func:`._hook.correlate`'s result, optionally with ``sources`` (per record
+        ``[file, line, code]``); its markers must line up one to one with ``records``.
     notes : list of str
-        Gets a note when the hooked records and the parsed ones do not line up.
+        Gets a sentence when nothing could be attached.
+    gpu : bool
+        Whether GPU activities were profiled (``False``: a CPU-only torch; spans, ops and
+        source lines are still attached, ``kernels`` stay ``None``).
 
     Returns
     -------
-    list of (str, float) or None
-        Kernels that ran outside any library call (torch's own), or ``None`` when
-        nothing could be attached (then no record gets a time).
+    list of Event or None
+        Every GPU activity (``parent``: the record that launched it, or ``None``), or ``None``
+        when the markers and the records do not line up (then nothing is attached).
 
     Examples
     --------
-    See ``tests/test_trace_summary.py``.
+    >>> from cusolver_trace.tracing import parse_log
+    >>> from cusolver_trace.tracing._hook import correlate
+    >>> log = parse_log("[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8")
+    >>> prof = correlate([("cpu", 100, 0, 1, "ct_api#0:cusolverDnXpotrf"),
+    ...                   ("cpu", 110, 5, 2, "cudaLaunchKernel"), ("cuda", 120, 2000, 2, "potrf")])
+    >>> acts = attach(log.records, prof, [])
+    >>> [(a.name, a.parent.name) for a in acts], log.records[0].gpu_ms
+    ([('potrf', 'cusolverDnXpotrf')], 0.002)
     """
-    from .profile import attach_kernels
-
-    outside = attach_kernels(records, timing.attribution, notes)
-    if outside is None:
+    names = profile.get("names") or []
+    logged = [r.name for r in records]
+    if names != logged:
+        notes.append(f"no per-call GPU time: {len(names)} hooked records vs {len(logged)} parsed "
+                     f"ones do not line up")
         return None
-    mine = {id(k) for r in records for k in (r.kernels or [])}
-    for k_id, (ev, _ln) in timing.kernel_records.items():
-        if k_id not in mine:
-            ev.record = None  # moved to torch's own by attach_kernels
+    sources = profile.get("sources") or []
     for i, r in enumerate(records):
-        r.op = timing.ops[i] if i < len(timing.ops) else None
-        src = sources[i] if sources is not None and i < len(sources) else None
+        span = profile["records"][i] if i < len(profile.get("records") or []) else None
+        if span is not None:
+            r.start_us, r.dur_us, r.op = span[0], span[1] - span[0], span[2]
+        src = sources[i] if i < len(sources) else None
         if src:
             r.where, r.code = f"{src[0]}:{src[1]}", (src[2] or None)
-        span = timing.spans[i] if i < len(timing.spans) else None
-        if span is not None:
-            end = span[0]
-            for k in r.kernels or []:
-                ev, ln = timing.kernel_records.get(id(k), (None, None))
-                if ln is not None:
-                    end = max(end, (ln[1] - timing.t0_ns) / 1000.0)
-            r.span = (span[0], max(end, span[0] + 1.0))
-    return outside
+        r.kernels = [] if gpu else None
+    if not gpu:
+        return None
+    kernel_names = profile["kernel_names"]
+    out = []
+    for kind, k, start, dur, stream, device, rec in profile["activities"]:
+        parent = records[rec] if 0 <= rec < len(records) else None
+        a = Event(kernel_names[k], kind, start, dur, stream, None, {}, parent, device=device)
+        if parent is not None:
+            parent.kernels.append(a)
+        out.append(a)
+    return out

@@ -11,7 +11,12 @@ work had finished). A non-Python program keeps its own stdio buffering: what
 is still in its buffer when it crashes is lost.
 
 The child's stdout goes to a file (``log_path`` or a temporary file), never
-into memory, and is parsed line by line; stderr goes to another temporary file.
+into memory, and is parsed line by line while the program writes it (in a thread
+of this process); stderr goes to another temporary file.
+The file's first line (:data:`~.logparse.LOG_HEADER`, then the command as JSON) says
+that it is a program's captured stdout, so that ``--from-log`` reads it back whatever
+bytes the program printed (a NUL, a binary dump); the program's stdout follows byte
+for byte, and record line numbers are line numbers in that file.
 
 The program runs in a session (and process group) of its own, so a time limit
 ends everything it started: SIGTERM to the whole group, a short grace period,
@@ -20,17 +25,20 @@ then SIGKILL to whatever is left of it.
 from __future__ import annotations
 
 import errno
+import io
+import json
 import math
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .logparse import ParsedLog, read_log
+from .logparse import LOG_HEADER, ParsedLog, read_log
 from .model import Trace, signal_name
 
 __all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env", "ProgramStartError",
@@ -94,6 +102,8 @@ class TraceRun:
     log_path : str | None  where the raw stdout was kept (only if asked for)
     timed_out : bool       killed by :func:`run_traced` after ``timeout`` seconds
     wall_s : float         wall-clock run time in seconds
+    parse_s : float        seconds of log parsing left when the program ended (the log is
+                           parsed while the program writes it)
     """
 
     argv: list[str]
@@ -104,6 +114,7 @@ class TraceRun:
     timed_out: bool = False
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    parse_s: float = 0.0
 
     @property
     def signal(self) -> int | None:
@@ -224,9 +235,72 @@ def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> int:
     return proc.wait()
 
 
+class _Tail(io.RawIOBase):
+    """A file read while another process writes it: at its end, wait for more until
+    :attr:`done` is set (the writer has exited), then read what is left and end."""
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self.fd, self.done, self.done_at = fd, threading.Event(), 0.0
+
+    def finish(self) -> None:
+        """The writer has exited: read to the end, then stop."""
+        self.done_at = time.perf_counter()
+        self.done.set()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        while True:
+            finished = self.done.is_set()
+            n = os.readv(self.fd, [buf])
+            if n or finished:
+                return n
+            self.done.wait(0.02)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+class _Parser(threading.Thread):
+    """Parses the program's stdout as it is written (:class:`_Tail`), so that little of
+    the parsing is left when the program ends; ``after_s`` is what was."""
+
+    def __init__(self, tail: _Tail, name: str):
+        super().__init__(daemon=True)
+        self.tail, self.name = tail, name
+        self.log, self.error, self.after_s = None, None, 0.0
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.log = read_log(io.BufferedReader(self.tail), name=self.name, text_only=False,
+                                decompress=False)
+        except Exception as e:  # reported in the run's notes, never lost in the thread
+            self.error = e
+        self.after_s = max(time.perf_counter() - self.tail.done_at, 0.0)
+
+
+def _wait(proc: subprocess.Popen, timeout: float | None, stop) -> int:
+    """``proc.wait(timeout)``, also ended (``TimeoutExpired``) when ``stop`` is set."""
+    if stop is None:
+        return proc.wait(timeout=timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
+        try:
+            return proc.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                raise
+
+
 def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None,
                env: Mapping[str, str] | None = None, timeout: float | None = None,
-               cwd: str | os.PathLike | None = None) -> TraceRun:
+               cwd: str | os.PathLike | None = None, stop=None) -> TraceRun:
     """Run ``argv`` with both API loggers on and parse the records it logged.
 
     Parameters
@@ -234,7 +308,8 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
     argv : sequence of str
         The program, e.g. ``["python3", "script.py", "--n", "256"]``.
     log_path : path, optional
-        Keep the raw stdout (records and program output, in order) in this file;
+        Keep the raw stdout (records and program output, in order) in this file, after
+        one header line (:data:`~.logparse.LOG_HEADER` and the command as JSON);
         by default a temporary file is used and deleted.
     env : mapping, optional
         Extra environment variables, added to ``os.environ``; the logger
@@ -245,6 +320,8 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
         logged is kept.
     cwd : path, optional
         Working directory of the program.
+    stop : threading.Event, optional
+        When it is set (from another thread), the program is ended as at its time limit.
 
     Returns
     -------
@@ -278,35 +355,46 @@ def run_traced(argv: Sequence[str], *, log_path: str | os.PathLike | None = None
         out = os.fdopen(fd, "w+b")
     timed_out = False
     notes: list[str] = []
-    t0 = time.perf_counter()
     try:
         with out, tempfile.TemporaryFile() as err:
-            proc = _start(argv, stdout=out, stderr=err, env=logger_env(env), cwd=cwd)
+            out.write(LOG_HEADER + json.dumps(argv).encode() + b"\n")
+            out.flush()
+            # Parsed while the program runs, through our own handle (the program may
+            # remove or rename the file); whatever it writes is parsed, text or not.
+            tail = _Tail(os.open(out_path, os.O_RDONLY))
+            t0 = time.perf_counter()
             try:
-                returncode = proc.wait(timeout=timeout)
+                proc = _start(argv, stdout=out, stderr=err, env=logger_env(env), cwd=cwd)
+            except BaseException:
+                tail.close()
+                raise
+            parser = _Parser(tail, out_path)
+            try:
+                returncode = _wait(proc, timeout, stop)
             except subprocess.TimeoutExpired:
                 returncode = _kill_group(proc)
                 timed_out = True
             except BaseException:  # KeyboardInterrupt: don't leave the program behind
                 _kill_group(proc)
                 raise
-            wall = time.perf_counter() - t0
+            finally:
+                wall = time.perf_counter() - t0
+                tail.finish()
+                parser.join()
+                tail.close()
             err.seek(0)
             stderr = err.read().decode("utf-8", errors="replace")
-            # Read back through our own handle: the program may have removed or
-            # renamed the file. Whatever it wrote is parsed, text or not.
-            out.seek(0)
-            try:
-                log = read_log(out, name=out_path, text_only=False, decompress=False)
-            except OSError as e:
+            log = parser.log
+            if log is None:
                 log = ParsedLog([], [], [], [], [], False)
-                notes.append(f"the program's stdout could not be read back: {e}")
+                notes.append(f"the program's stdout could not be read back: {parser.error}")
     finally:
         if not keep:
             try:
                 os.unlink(out_path)
             except OSError:
                 pass
-    run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall)
+    run = TraceRun(argv, returncode, log, stderr, out_path if keep else None, timed_out, wall,
+                   parse_s=parser.after_s)
     run.notes = notes + _notes(run)
     return run

@@ -15,6 +15,11 @@ by the keys in ``by``:
 GPU time of a row is the time of the kernels its calls launched *themselves*
 (a cuSOLVER call's own kernels; the cuBLAS calls it made internally have rows of
 their own), so the rows add up to the library GPU time without double counting.
+
+The summary also counts the GPU activities: those launched by library calls, those
+outside every call, and among the latter the ones named like cuSOLVER / cuBLAS kernels
+(:func:`~.kernels.classify_kernel`): *unattributed library kernels*, launched by no
+logged call (cuBLASLt, which the loggers do not record, or an attribution that failed).
 """
 from __future__ import annotations
 
@@ -125,7 +130,10 @@ class Summary:
     timed : bool                GPU times are known
     library_ms, outside_ms, total_ms : float | None
                                 GPU ms in library calls / outside them (ATen and other) / all
-    outside_kernels : int       kernels outside any library call
+    outside_kernels : int       GPU activities outside any library call
+    attributed_kernels : int    GPU activities launched by the library calls counted
+    unattributed_library_kernels : int  activities outside every call but named like
+                                cuSOLVER / cuBLAS kernels
     calls : int                 library calls counted
     setup_calls : int           setup calls left out (handles, streams, params)
     wall_s : float | None       the program's wall time (profiled run)
@@ -146,6 +154,8 @@ class Summary:
     wall_s_unprofiled: float | None = None
     why_no_times: str | None = None
     notes: list[str] = field(default_factory=list)
+    attributed_kernels: int = 0
+    unattributed_library_kernels: int = 0
 
     def to_dict(self) -> dict:
         """JSON-ready dict (the ``summary`` key of a trace JSON).
@@ -162,6 +172,8 @@ class Summary:
         return {"by": list(self.by), "timed": self.timed, "calls": self.calls,
                 "setup_calls": self.setup_calls, "library_gpu_ms": self.library_ms,
                 "outside_gpu_ms": self.outside_ms, "outside_kernels": self.outside_kernels,
+                "attributed_kernels": self.attributed_kernels,
+                "unattributed_library_kernels": self.unattributed_library_kernels,
                 "total_gpu_ms": self.total_ms, "wall_s": self.wall_s,
                 "wall_s_unprofiled": self.wall_s_unprofiled,
                 "why_no_times": self.why_no_times,
@@ -209,9 +221,13 @@ class Summary:
             parts.append(Text("no cuSOLVER / cuBLAS call", style="italic"))
         if self.timed:
             parts.append(Text(
-                f"GPU time: {_ms(self.library_ms)} ms in library calls, {_ms(self.outside_ms)} ms "
-                f"outside any library call (ATen and other, {self.outside_kernels} kernels), "
-                f"{_ms(self.total_ms)} ms in all"))
+                f"GPU time: {_ms(self.library_ms)} ms in library calls ({self.attributed_kernels} "
+                f"kernels), {_ms(self.outside_ms)} ms outside any library call (ATen and other, "
+                f"{self.outside_kernels} kernels), {_ms(self.total_ms)} ms in all"))
+            u = self.unattributed_library_kernels
+            parts.append(Text(f"library kernels outside every logged call: {u}" + (
+                " (named like cuSOLVER / cuBLAS kernels: cuBLASLt, which is not logged, or an "
+                "attribution that failed)" if u else ""), style="yellow" if u else ""))
         else:
             parts.append(Text(f"no GPU times: {self.why_no_times or 'not measured'}",
                               style="yellow"))
@@ -283,7 +299,7 @@ def _key(r, by: Sequence[str]) -> dict:
 
 
 def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
-              outside_kernels: Sequence[tuple[str, float]] | None = None,
+              outside_kernels: Sequence | None = None,
               wall_s: float | None = None, wall_s_unprofiled: float | None = None,
               include_setup: bool = False, why_no_times: str | None = None) -> Summary:
     """Build the summary table from parsed records and their kernel attribution.
@@ -292,12 +308,12 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
     ----------
     records : iterable of ApiCall
         Every record, flat (``ParsedLog.records``), in any order. A record's
-        ``kernels`` (``(name, ms)`` it launched itself) gives its GPU time; ``None``
+        ``kernels`` (the activity events it launched itself) give its GPU time; ``None``
         means not measured.
     by : sequence of str
         Grouping keys (see :func:`parse_by`); ``routine`` is always used.
-    outside_kernels : sequence of (str, float), optional
-        Kernels launched outside any library call (torch's own); ``None`` when not
+    outside_kernels : sequence of Event, optional
+        GPU activities launched outside any library call (torch's own); ``None`` when not
         measured.
     wall_s, wall_s_unprofiled : float, optional
         The program's wall time with and without the profiler.
@@ -332,10 +348,12 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
     rows: dict[tuple, dict] = {}
     setup = 0
     counted = 0
+    attributed = 0
     timed = False
     for r in records:
         if r.kind == "setup" and not include_setup:
             setup += 1
+            attributed += len(r.kernels or ())
             continue
         counted += 1
         key = _key(r, by)
@@ -344,17 +362,22 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
         row["calls"] += 1
         if r.kernels is not None:
             timed = True
-            row["times"].append(sum(ms for _k, ms in r.kernels))
+            attributed += len(r.kernels)
+            row["times"].append(sum(k.dur_us or 0.0 for k in r.kernels) / 1e3)
     if not timed and counted == 0 and outside_kernels is not None and why_no_times is None:
         # no library call at all, but the kernels were measured: a path that logs nothing
         # (MAGMA, ATen) still has its GPU time, all of it outside library calls
         timed = True
     library_ms = sum(sum(r["times"]) for r in rows.values()) if timed else None
     outside_ms = None
-    n_out = 0
+    n_out = stray = 0
     if timed:
-        outside_ms = sum(ms for _k, ms in (outside_kernels or []))
-        n_out = len(outside_kernels or [])
+        from .kernels import classify_kernel
+
+        outside = list(outside_kernels or [])
+        outside_ms = sum(a.dur_us or 0.0 for a in outside) / 1e3
+        n_out = len(outside)
+        stray = sum(1 for a in outside if classify_kernel(a.name) in ("cuSOLVER", "cuBLAS"))
     total = None if library_ms is None else library_ms + (outside_ms or 0.0)
     out_rows = []
     for r in rows.values():
@@ -370,4 +393,5 @@ def summarize(records: Iterable, *, by: Sequence[str] = ("routine",),
     out_rows.sort(key=lambda r: (-(r.total_ms or 0.0), -r.calls, tuple(str(v) for v in r.key.values())))
     why = None if timed else (why_no_times or "no call has measured kernels")
     return Summary(by, out_rows, timed, library_ms, outside_ms, total, n_out, counted, setup,
-                   wall_s, wall_s_unprofiled, why)
+                   wall_s, wall_s_unprofiled, why, attributed_kernels=attributed if timed else 0,
+                   unattributed_library_kernels=stray)

@@ -1,0 +1,137 @@
+"""Regression tests for the defects of the adversarial pass in issue 26: numbers of any size in
+a trace JSON, a ``sections`` that is not a list, outputs that would overwrite an input (a
+``diff`` input, the traced program), a partial write to a closed pipe, and a ``--keep-log``
+log that ``--from-log`` must always read back."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cusolver_trace.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = Path(__file__).parent / "data" / "h200-torch2.11-cu130" / "trace-stdout.log.gz"
+PY = sys.executable
+SCHEMA = "cusolver-trace/trace/1"
+
+
+def one_line(err: str) -> str:
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _node(**extra) -> dict:
+    return {"library": "cuBLAS", "function": "cublasDtrsm_v2", "count": 1, "args": {"m": 4},
+            "children": [], **extra}
+
+
+@pytest.mark.parametrize("doc", [
+    {"schema": SCHEMA, "calls": [_node(self_gpu_ms=10**400)]},
+    {"schema": SCHEMA, "calls": [_node(self_gpu_ms=10**25)]},
+    {"schema": SCHEMA, "calls": [_node()],
+     "summary": {"timed": True, "outside_gpu_ms": 10**400, "outside_kernels": 3}},
+    {"schema": SCHEMA, "calls": [_node()],
+     "summary": {"timed": True, "outside_gpu_ms": 1.0, "outside_kernels": 10**400}},
+])
+def test_numbers_of_any_size_exit_0_1_or_2_never_a_traceback(tmp_path, capsys, doc):
+    """``10**400`` is legal JSON: the diff shows it or refuses it in one line (exit 2)."""
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    code = cli_main(["diff", str(path), str(path)])
+    captured = capsys.readouterr()
+    assert code in (0, 2) and "Traceback" not in captured.err
+    if code == 2:
+        assert "not a GPU time" in one_line(captured.err)
+
+
+def test_sections_that_is_not_a_list_is_bad_input(tmp_path, capsys):
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"schema": SCHEMA, "calls": [], "sections": 5}))
+    assert cli_main(["diff", str(path), str(path), "--section-a", "x"]) == 2
+    assert "'sections' is not a list" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_diff_json_never_overwrites_an_input(tmp_path, capsys, which):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"schema": SCHEMA, "calls": [_node()]}))
+    b.write_text(json.dumps({"schema": SCHEMA, "calls": []}))
+    before = {p: p.read_bytes() for p in (a, b)}
+    target = a if which == "a" else b
+    assert cli_main(["diff", str(a), str(b), "--json", str(tmp_path / "." / target.name)]) == 2
+    assert "it would be overwritten" in one_line(capsys.readouterr().err)
+    assert {p: p.read_bytes() for p in (a, b)} == before
+
+
+@pytest.mark.parametrize("option", ["--chrome", "--json", "--keep-log"])
+def test_trace_outputs_never_overwrite_the_program(tmp_path, capsys, option):
+    prog = tmp_path / "prog.py"
+    prog.write_text("print('hello')\n")
+    before = prog.read_bytes()
+    assert cli_main(["trace", option, str(prog), "--", PY, str(prog)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "a file the command reads" in line and option in line
+    assert prog.read_bytes() == before
+
+
+def _closed_pipe_status(argv: list[str], env: dict) -> tuple[int, bytes]:
+    """Run the CLI with stdout into a pipe whose reader takes 10 bytes and leaves."""
+    r, w = os.pipe()
+    proc = subprocess.Popen([PY, "-m", "cusolver_trace", *argv], stdout=w,
+                            stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    os.close(w)
+    head = os.read(r, 10)
+    os.close(r)
+    err = proc.communicate(timeout=300)[1]
+    return proc.returncode, head + err
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+@pytest.mark.parametrize("command", ["trace", "diff"])
+def test_partial_write_to_a_closed_pipe_exits_141(tmp_path, unbuffered, command):
+    """The JSON (several hundred kB, more than a pipe holds) cannot all be written once the
+    reader has gone: exit 141 as the README says, never 0 with the output cut short. With
+    ``PYTHONUNBUFFERED`` a partial write used to be dropped without an error."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": unbuffered}
+    if command == "trace":
+        argv = ["trace", "--from-log", str(LOG), "--json", "-", "--no-tree", "--full"]
+    else:
+        big = {"schema": SCHEMA, "calls": [_node(args={"m": i}) for i in range(6000)]}
+        other = {"schema": SCHEMA, "calls": [_node(args={"m": -i}) for i in range(6000)]}
+        (tmp_path / "a.json").write_text(json.dumps(big))
+        (tmp_path / "b.json").write_text(json.dumps(other))
+        argv = ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json", "-"]
+    status, seen = _closed_pipe_status(argv, env)
+    assert status == 141, seen[-2000:]
+    assert b"Traceback" not in seen
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
+@pytest.mark.parametrize("timing", [[], ["--no-timing"]])
+def test_a_kept_log_is_always_read_back(tmp_path, capsys, timing):
+    """``--keep-log`` of a program that prints NUL and other binary bytes: ``--from-log`` reads
+    the project's own log back (it used to refuse it as 'not a text log')."""
+    kept = tmp_path / "k.log"
+    code = ("import sys; print('a\\x00b'); sys.stdout.flush(); "
+            "sys.stdout.buffer.write(bytes(range(256)) + b'\\n'); "
+            "print('[2026-11-30 02:17:18][cusolverDn][1][Api][cusolverDnXpotrf] n=8 lda=8')")
+    assert cli_main(["trace", *timing, "--keep-log", str(kept), "--", PY, "-c", code]) == 0
+    first = capsys.readouterr().out
+    assert "cusolverDnXpotrf" in first
+    out = tmp_path / "t.json"
+    assert cli_main(["trace", "--from-log", str(kept), "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "a\x00b" in captured.out and "Traceback" not in captured.err
+    d = json.loads(out.read_text())
+    assert [n["function"] for n in d["calls"]] == ["cusolverDnXpotrf"]
+    import gzip
+
+    (tmp_path / "k.log.gz").write_bytes(gzip.compress(kept.read_bytes()))
+    assert cli_main(["trace", "--from-log", str(tmp_path / "k.log.gz")]) == 0
+    assert "cusolverDnXpotrf" in capsys.readouterr().out

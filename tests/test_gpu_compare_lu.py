@@ -53,8 +53,9 @@ def test_compare_lu_family_default_preference(op, dtype, n, batch, options):
     before = A.clone()
     c = compare(op, A, repeat=0, provenance=False, **dict(options))
     assert torch.equal(A, before)
-    want = "bitwise-equal" if c.path.bitwise else "within-tolerance"
-    assert c.verdict == want, (c.path, c.notes, c.max_ulp_distance)
+    # where torch runs MAGMA, equal bits are possible too (seen: det at n = 256, batch 2)
+    want = ("bitwise-equal",) if c.path.bitwise else ("bitwise-equal", "within-tolerance")
+    assert c.verdict in want, (c.path, c.notes, c.max_ulp_distance)
     assert all(c.parts_equal.values()) or not c.path.bitwise
 
 
@@ -64,8 +65,8 @@ def test_compare_lu_family_default_preference(op, dtype, n, batch, options):
 def test_compare_lu_family_preferences(op, preferred, n, batch):
     A = _inputs(op, "float64", n, batch, seed=1)
     c = compare(op, A, repeat=0, provenance=False, preferred=preferred)
-    want = "bitwise-equal" if c.path.bitwise else "within-tolerance"
-    assert c.verdict == want, (c.path, c.notes)
+    want = ("bitwise-equal",) if c.path.bitwise else ("bitwise-equal", "within-tolerance")
+    assert c.verdict in want, (c.path, c.notes)
 
 
 @pytest.mark.parametrize("op", ["lu_factor", "solve", "inv"])
@@ -82,7 +83,7 @@ def test_singular_input_is_failed_alike_naming_the_column(op, n, batch, k):
 TRACED = [("lu_factor", 33, 1, {}), ("lu_factor", 33, 4, {}), ("lu_factor", 33, 1, {"pivot": False}),
           ("lu_solve", 33, 1, {}), ("lu_solve", 8, 4, {}), ("lu_solve", 256, 1, {}),
           ("lu_solve", 33, 1, {"adjoint": True}), ("lu_solve", 33, 1, {"left": False}),
-          ("solve", 33, 1, {}), ("solve", 256, 2, {}), ("inv", 8, 1, {}), ("inv", 256, 1, {}),
+          ("solve", 33, 1, {}), ("solve", 33, 4, {}), ("inv", 8, 1, {}), ("inv", 256, 1, {}),
           ("det", 33, 1, {}), ("slogdet", 33, 4, {})]
 
 

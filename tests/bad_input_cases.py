@@ -17,9 +17,12 @@ import tempfile
 import numpy as np
 import torch
 
-import cusolver_trace as ct
-from cusolver_trace.compare import compare
-from cusolver_trace.matrices import spd
+if __name__ == "__main__":   # run as a script: this checkout's package, not an installed one
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cusolver_trace as ct  # noqa: E402
+from cusolver_trace.compare import compare  # noqa: E402
+from cusolver_trace.matrices import spd  # noqa: E402
 
 
 def _outcome(fn) -> str:
@@ -50,7 +53,10 @@ def _verdict(op, *a, **kw) -> str:
 
 
 def _cli(*argv, cwd=None) -> str:
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    # this checkout's package, also from a scratch folder (not an installed copy elsewhere)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="",
+               PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     p = subprocess.run([sys.executable, "-m", "cusolver_trace", *argv], capture_output=True,
                        text=True, timeout=300, env=env, cwd=cwd)
     stream = p.stdout if p.returncode in (0, 1) else p.stderr

@@ -102,6 +102,16 @@ def dtype_info(dtype) -> DtypeInfo:
         If the dtype is not one of float32, float64, complex64, complex128
         (cuSOLVER's potrf family has no half, bfloat16, integer or bool
         variant; torch rejects them too).
+
+    Examples
+    --------
+    >>> d = dtype_info("complex128")
+    >>> d.prefix, d.itemsize, d.is_complex
+    ('z', 16, True)
+    >>> dtype_info("float16")
+    Traceback (most recent call last):
+    ...
+    TypeError: unsupported dtype float16: cuSOLVER/LAPACK Cholesky routines take float32, float64, complex64, complex128
     """
     try:  # the hot path: a dtype object seen before (torch / numpy dtypes are hashable)
         return _SEEN[dtype]

@@ -197,6 +197,13 @@ def pot01(A, L, upper: bool = False) -> BatchMax:
     BatchMax
         0 for n = 0; 1/eps where ‖A‖₁ <= 0 or (complex) a diagonal entry of the
         factor has a nonzero imaginary part; NaN/inf for non-finite inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(pot01(A, np.linalg.cholesky(A)) < 30)
+    True
     """
     A, L, n, eps, batch = _square_pair(A, L, "L")
     if n == 0:
@@ -279,7 +286,13 @@ def pot03(A, Ainv, upper: bool = False, fill: bool = False) -> BatchMax:
 
 
 def passes(ratio) -> bool | np.ndarray:
-    """``ratio < THRESHOLD`` (NaN fails). Arrays give an elementwise bool array."""
+    """``ratio < THRESHOLD`` (NaN fails). Arrays give an elementwise bool array.
+
+    Examples
+    --------
+    >>> passes(2.5), passes(float("nan")), passes([1.0, 40.0]).tolist()
+    (True, False, [True, False])
+    """
     r = np.less(ratio, THRESHOLD)
     return bool(r) if np.ndim(r) == 0 else r
 
@@ -357,6 +370,12 @@ def bitwise_equal(X, Y) -> bool:
     """Exact bit equality of every element (NaN payloads and the sign of zero count).
 
     False when shapes or dtypes differ; ``-0.0`` and ``+0.0`` are not bitwise equal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bitwise_equal(np.array([[0.0]]), np.array([[-0.0]])), max_ulp_distance(np.array([[0.0]]), np.array([[-0.0]]))
+    (False, 0)
     """
     X, Y = as_tensor(X), as_tensor(Y)
     if X.shape != Y.shape or X.dtype != Y.dtype:

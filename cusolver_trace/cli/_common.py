@@ -30,7 +30,17 @@ _INT = re.compile(r"-?[0-9]+")   # a sign only to say "must be >= 0"; no "+"
 
 def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
     """argparse type: one integer within ``[minimum, maximum]``, written in plain decimal
-    digits (no spaces, underscores, ``+`` or other bases); anything else is an error."""
+    digits (no spaces, underscores, ``+`` or other bases); anything else is an error.
+
+    Examples
+    --------
+    >>> integer(1)("64")
+    64
+    >>> integer(1)("1_0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an integer, got '1_0'
+    """
     def parse(text):
         if not _INT.fullmatch(str(text)):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")

@@ -42,6 +42,13 @@ def write_csv(rows, path) -> None:
 
 
 def fmt_number(x, fmt=".4g"):
+    """``x`` formatted, or ``—`` for a missing / NaN value.
+
+    Examples
+    --------
+    >>> fmt_number(12.345678), fmt_number(None), fmt_number(float("nan"), ".3f")
+    ('12.35', '—', '—')
+    """
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 

@@ -316,7 +316,8 @@ def summary_table(rows: list[dict], out) -> "rich.table.Table":  # noqa: F821
     devices = sorted({str(r.get("device")) for r in rows})
     t = Table(title=f"cusolver-trace rows merged from {len({r.get('worker') for r in rows})} "
                     f"process(es) ({', '.join(devices)}): {out}\n"
-                    "median_ms: CUDA events on a GPU, perf_counter on the CPU, timed interleaved with "
+                    "median_ms: CUDA events on a GPU, on the CPU the timing thread's CPU time (thread_time, "
+                    "every library pinned to 1 thread) or perf_counter, timed interleaved with "
                     "torch; pytest-benchmark's table above times the same call with its own host "
                     "clock and few rounds (its mean includes outliers)")
     keys = [k for k in ("group", "name", "device", "physical_gpu", "median_ms", "iqr_ms", "noisy",

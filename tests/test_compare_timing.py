@@ -170,7 +170,7 @@ def test_cpu_times_are_unavailable_with_a_reason():
 def test_compare_cpu_reports_unavailable_times_with_reasons():
     c = compare("cholesky_inverse", spd(12), repeat=2, warmup=0, provenance=False)
     t = c.to_dict()["torch"]["timing"]
-    assert t["events"]["available"] and t["events"]["clock"] == "perf_counter"
+    assert t["events"]["available"] and t["events"]["clock"] == "thread_time"
     for key in ("gpu_busy", "host"):
         assert t[key]["available"] is False and "CPU" in t[key]["reason"]
         assert "median_ms" not in t[key]  # never a zero standing in for "unknown"
@@ -722,7 +722,10 @@ def test_property_with_gpu_busy_inputs_and_flag(op, n, other_n, upper, bad_flag)
     assert d.verdict == c.verdict and d.torch.timing is c.torch.timing
     assert all(s.gpu_busy.reason.startswith("ran on the CPU") for s in (d.torch, d.replay))
     assert d.notes[:len(c.notes)] == c.notes and "GPU-busy time unavailable" in d.notes[-1]
-    assert d.time_split.kind == "not-separated" and "ran on the CPU" in d.time_split.text
+    # which of the three depends on the measured times (never asserted on): only a difference
+    # beyond the samples' spread is "not separated", and then the reason is given
+    assert d.time_split.kind in ("alike", "noisy", "not-separated")
+    assert d.time_split.kind != "not-separated" or "ran on the CPU" in d.time_split.text
     with pytest.raises(ValueError, match="not waiting"):
         ct.with_gpu_busy(d, A)
     with pytest.raises(ValueError, match="not waiting"):

@@ -18,10 +18,46 @@ class UsageError(ValueError):
 
 
 def console(*, stderr: bool = False):
-    """Rich console; when output is piped (logs, CI) a wide fixed width keeps tables whole."""
+    """Rich console as wide as ``COLUMNS``, the terminal, or 100 columns when output goes to
+    neither (:func:`cusolver_trace._console.width`); tables are fitted to it when printed
+    through :func:`cusolver_trace._console.emit`."""
     from .._console import console as make
 
-    return make(stderr=stderr, piped_width=160)
+    return make(stderr=stderr)
+
+
+def add_format(p, what: str = "the tables") -> None:
+    """Add ``--format table|csv|md|json`` (how ``what`` are printed) to a subcommand."""
+    from .._console import FORMATS
+
+    p.add_argument("--format", type=choice(FORMATS, "format"), default="table",
+                   metavar="{" + ",".join(FORMATS) + "}",
+                   help=f"how {what} are printed on stdout: a table fitted to the terminal's "
+                        "width (COLUMNS), or csv / md (Markdown) / json records of the same "
+                        "cells; with csv, md or json every other line goes to stderr "
+                        "(default: table)")
+
+
+def gpu_absent_reason() -> str | None:
+    """Why no NVIDIA GPU can be visible to this process, found without importing torch or
+    initializing CUDA (None: one may be): ``CUDA_VISIBLE_DEVICES`` hides every device, or
+    the machine has no NVIDIA driver device.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    >>> gpu_absent_reason()
+    'no GPU visible (CUDA_VISIBLE_DEVICES is empty)'
+    >>> del os.environ["CUDA_VISIBLE_DEVICES"]
+    """
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None and vis.strip() in ("", "-1", "none", "NoDevFiles"):
+        return f"no GPU visible (CUDA_VISIBLE_DEVICES is {'empty' if not vis.strip() else repr(vis)})"
+    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia",
+                                           "/dev/dxg")):   # /dev/dxg: WSL's GPU
+        return "no NVIDIA GPU or driver on this machine"
+    return None
 
 
 # --------------------------------------------------------------------------- value parsers

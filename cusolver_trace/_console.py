@@ -186,7 +186,8 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
             if keep == 4:
                 break
     keys, rest = shown[:keep], shown[keep:]
-    measure = Console(width=max(width, 20), file=io.StringIO(), color_system=None)
+    # measured unconstrained: a table is never measured wider than its console
+    measure = Console(width=100_000, file=io.StringIO(), color_system=None)
 
     def build(idx, first=True):
         t = Table(title=table.title if first else (f"{_plain(table.title)} (continued)"
@@ -203,8 +204,8 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
             t.add_row(*(cols[i][r] for i in idx))
         return t
 
-    def fits(idx) -> bool:
-        return measure.measure(build(idx)).minimum <= width
+    def fits(idx) -> bool:   # whole: no cell wrapped (rich folds text only past this)
+        return measure.measure(build(idx)).maximum <= width
 
     if fits(shown) or not rest:
         return [build(shown)]
@@ -320,6 +321,8 @@ class Progress:
 
     def __enter__(self):
         self.t0 = time.monotonic()
+        if self.after == float("inf"):   # switched off
+            return self
         self._thread = threading.Thread(target=self._run, name="cusolver-trace-progress",
                                         daemon=True)
         self._thread.start()

@@ -23,6 +23,7 @@ CSV, plots) is :mod:`cusolver_trace.sweep.report`.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import torch
@@ -294,7 +295,10 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
     repeat, warmup, flush_l2
         Timing (see :func:`cusolver_trace.timing.time_calls`).
     progress : bool
-        Show a rich progress bar.
+        A progress line on stderr once the sweep has run 2 s
+        (:class:`cusolver_trace._console.Progress`).
+    console
+        Not used (the progress line goes to stderr); kept for callers that pass it.
     shard : (i, k)
         Run only every k-th (dtype, n, batch) point starting at i (how ``--gpus`` splits a
         sweep over GPUs).
@@ -326,15 +330,13 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
         raise ValueError(f"method(s) {gpu_only} need a CUDA device; this sweep runs on {device}")
     points = [(d, k, b) for d in dtype for k in n for b in batch][shard[0]::shard[1]]
     rows = []
-    from rich.progress import Progress
+    from .._console import progress as progress_line
 
-    with Progress(console=console, disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"{o.name} sweep", total=len(points))
+    with progress_line(f"{o.name} sweep", len(points), after=2.0 if progress else math.inf) as bar:
         for d, k, b in points:
-            bar.update(task, description=f"{o.name} {d} n={k} batch={b}")
+            bar.step(f"{d} n={k} batch={b}")
             case = make_case(o, k, b, d, device, upper=upper, nrhs=nrhs, seed=seed, cond=cond)
             rows += measure_case(case, names, repeat=repeat, warmup=warmup, flush_l2=flush_l2,
                                  unchecked=unchecked, threads=threads)
             del case
-            bar.advance(task)
     return rows

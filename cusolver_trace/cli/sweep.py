@@ -22,7 +22,7 @@ def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
         argv += ["--nrhs", str(args.nrhs)]
     if args.method:
         argv += ["--method", ",".join(args.method)]
-    if args.threads is not None:
+    if getattr(args, "threads", None) is not None:
         argv += ["--threads", str(args.threads)]
     for flag in ("upper", "flush_l2", "unchecked"):
         if getattr(args, flag):

@@ -189,11 +189,11 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
     # measured unconstrained: a table is never measured wider than its console
     measure = Console(width=100_000, file=io.StringIO(), color_system=None)
 
-    def build(idx, first=True):
-        t = Table(title=table.title if first else (f"{_plain(table.title)} (continued)"
-                                                     if table.title else None),
-                  caption=table.caption if first else None, box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False, padding=(0, 1), expand=False,
+    def build(idx, first=True, titled=True):
+        t = Table(title=None if not titled else table.title if first else (
+                      f"{_plain(table.title)} (continued)" if table.title else None),
+                  caption=table.caption if first and titled else None, box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), expand=False,
                   title_justify="left", caption_justify="left")
         for i in idx:
             src = table.columns[i]
@@ -205,7 +205,7 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
         return t
 
     def fits(idx) -> bool:   # whole: no cell wrapped (rich folds text only past this)
-        return measure.measure(build(idx)).maximum <= width
+        return measure.measure(build(idx, titled=False)).maximum <= width   # titles wrap
 
     if fits(shown) or not rest:
         return [build(shown)]
@@ -306,10 +306,11 @@ class Progress:
     """
 
     def __init__(self, label: str, total: int | None = None, *, stream=None,
-                 after: float = PROGRESS_AFTER_S, heartbeat: float = HEARTBEAT_S):
+                 after: float | None = None, heartbeat: float | None = None):
         self.label, self.total = label, total
         self.stream = stream if stream is not None else sys.stderr
-        self.after, self.heartbeat = after, heartbeat
+        self.after = PROGRESS_AFTER_S if after is None else after
+        self.heartbeat = HEARTBEAT_S if heartbeat is None else heartbeat
         self.tty = _is_tty(self.stream)
         self.index, self.what = 0, ""
         self.t0 = time.monotonic()

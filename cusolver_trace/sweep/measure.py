@@ -332,7 +332,7 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
     rows = []
     from .._console import progress as progress_line
 
-    with progress_line(f"{o.name} sweep", len(points), after=2.0 if progress else math.inf) as bar:
+    with progress_line(f"{o.name} sweep", len(points), after=None if progress else math.inf) as bar:
         for d, k, b in points:
             bar.step(f"{d} n={k} batch={b}")
             case = make_case(o, k, b, d, device, upper=upper, nrhs=nrhs, seed=seed, cond=cond)

@@ -209,6 +209,9 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
 
     if fits(shown) or not rest:
         return [build(shown)]
+    narrowest = min(rest, key=lambda i: measure.measure(build([i], titled=False)).maximum)
+    while len(keys) > 1 and not fits(keys + [narrowest]):   # a very narrow terminal: fewer
+        keys, rest = keys[:-1], keys[-1:] + rest             # key columns repeated
     groups, current = [], []
     for i in rest:
         if current and not fits(keys + current + [i]):

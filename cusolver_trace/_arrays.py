@@ -8,10 +8,21 @@ back as the kind that went in. Validation happens before any work (SciPy /
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
 from ._dtypes import DtypeInfo, dtype_info
+
+if TYPE_CHECKING:  # pragma: no cover - names for the annotations only
+    import cupy
+    import torch
+
+#: What an array argument of a public routine may be: a torch tensor (CUDA → cuSOLVER, CPU →
+#: LAPACK), a CuPy array, a NumPy array, or a nested list of floats (read as a NumPy array).
+ArrayLike = Union["torch.Tensor", np.ndarray, "cupy.ndarray", Sequence[Sequence[Any]]]
+#: What a public routine returns: the kind of array that went in (a nested list: NumPy).
+Array = Union["torch.Tensor", np.ndarray, "cupy.ndarray"]
 
 
 @dataclass

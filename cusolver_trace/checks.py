@@ -233,7 +233,7 @@ def pot02(A, X, B, upper: bool = False) -> BatchMax:
     BatchMax
         0 for n = 0 or nrhs = 0; 1/eps where ‖A‖₁ <= 0; a column with
         ‖xⱼ‖₁ = 0 counts 1/eps. For complex data the vector norms are LAPACK's
-        ``dzasum`` (Σ |Re| + |Im|), as in ``zpot02``.
+        ``dzasum`` (``Σ |Re| + |Im|``), as in ``zpot02``.
     """
     A, X = _pair(A, X, "A and X")
     _, B = _pair(A, B, "A and B")
@@ -391,7 +391,7 @@ def ulp_distance(X, Y) -> torch.Tensor:
 
     The IEEE bits are reinterpreted as integers and mapped sign-magnitude →
     monotonic (``k = bits`` for bits >= 0, ``k = INT_MIN − bits`` otherwise), so
-    the distance |k(x) − k(y)| counts the representable numbers between x and y:
+    the distance ``|k(x) − k(y)|`` counts the representable numbers between x and y:
     adjacent floats are 1 apart, the largest finite number is 1 from inf, and
     **+0 and −0 are 0 ulps apart** (equal by IEEE ordering; :func:`bitwise_equal`
     tells them apart). Exactly equal values → 0; NaN vs NaN → 0; NaN vs a number

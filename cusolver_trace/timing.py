@@ -14,8 +14,8 @@ pool (``torch.set_num_threads``) and every BLAS / OpenMP pool loaded in the proc
 (scipy's and numpy's OpenBLAS, torch's OpenMP, through ``threadpoolctl``), restored
 afterwards (:func:`pinned_threads`; :data:`CPU_THREADS` by default). Unpinned, torch's
 OpenMP pool and OpenBLAS's pool each take every core and compete for them: on a 2-core
-machine with one other busy process, ``cholesky_inverse`` at n = 256 measured 1737 ms
-instead of 15.5 ms.
+machine with one other busy process, a sweep of ``cholesky_inverse`` at n = 256, 512
+reported torch at 1737 ms, against 15.5 ms with ``OMP_NUM_THREADS=1`` (issue 25).
 
 With one thread (the default) a sample is the CPU time of the timing thread
 (``time.thread_time``, clock ``"thread_time"``): every library computes in that thread,
@@ -147,7 +147,7 @@ class Timing:
 #: pool): 1, as ``torch.utils.benchmark.Timer``'s default ``num_threads``. One thread per
 #: library measures the routines, not the machine's other work: with more, the ratio of two
 #: libraries moves with the load (on an idle 2-core machine potrs / torch at n = 512 was
-#: 2.31 with one thread and 1.35 with two, 2026-12-02).
+#: 2.31 with ``OMP_NUM_THREADS=1`` and 1.35 without, issue 25).
 CPU_THREADS = 1
 #: A block of CPU samples whose threads waited for a core more than this share of the time
 #: (wall time × threads) did not get the cores it asked for: oversubscribed.

@@ -26,8 +26,9 @@ import types
 
 __version__ = "0.1.0"
 
-#: Every public name and the module that defines it (imported on first use).
-_PUBLIC = {
+#: Every public name, and the module that defines it (imported on first use): ``_PUBLIC``,
+#: written inside ``__all__``'s assignment (names there are function names, not op keys).
+__all__ = list(_PUBLIC := {
     "potrf": "routines", "potrs": "routines", "potri": "routines", "trtri": "routines",
     "cholesky_inverse": "routines", "inverse_method": "routines",
     "INVERSE_METHODS": "routines", "spd_inverse": "routines",
@@ -40,9 +41,7 @@ _PUBLIC = {
     "NonFiniteError": "errors", "IllegalArgumentError": "errors",
     "LibraryStatusError": "errors", "CuSolverStatusError": "errors",
     "CuBlasStatusError": "errors", "GPUUnavailableError": "errors",
-}
-
-__all__ = list(_PUBLIC)
+})
 
 
 def _load(name: str):

@@ -32,8 +32,7 @@ DASH = "—"
 
 def width(stream=None) -> int:
     """The width output is fitted to: ``COLUMNS`` when set (a positive integer), else the
-    terminal's width when ``stream`` (default stdout) or stderr is a terminal (``cmd | less``
-    still has one), else :data:`PIPED_WIDTH`.
+    terminal's width when ``stream`` (default stdout) is a terminal, else :data:`PIPED_WIDTH`.
 
     Examples
     --------
@@ -46,18 +45,15 @@ def width(stream=None) -> int:
     text = os.environ.get("COLUMNS", "").strip()
     if text.isdigit() and int(text) > 0:
         return int(text)
-    for s in (stream or sys.stdout, sys.stderr):
-        try:
-            if s.isatty():
-                return shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
-        except (AttributeError, ValueError, OSError):
-            continue
+    if _is_tty(stream or sys.stdout):
+        return shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
     return PIPED_WIDTH
 
 
-def console(*, stderr: bool = False, piped_width: int | None = None, **kw):
-    """Rich console on stdout (or stderr), as wide as :func:`width` says (``COLUMNS``, the
-    terminal, else :data:`PIPED_WIDTH`; ``piped_width`` overrides the last).
+def console(*, stderr: bool = False, piped_width: int = 200, **kw):
+    """Rich console on stdout (or stderr), as wide as ``COLUMNS`` when it is set, else the
+    terminal, else ``piped_width`` (a file, a pipe, CI: 200 keeps trace's call lines whole and
+    greppable; the CLI's tables use :data:`PIPED_WIDTH`).
 
     Examples
     --------
@@ -66,10 +62,11 @@ def console(*, stderr: bool = False, piped_width: int | None = None, **kw):
     """
     stream = sys.stderr if stderr else sys.stdout
     if "width" not in kw:
-        w = width(stream)
-        if piped_width is not None and "COLUMNS" not in os.environ and not _is_tty(stream):
-            w = piped_width
-        kw["width"] = w
+        text = os.environ.get("COLUMNS", "").strip()
+        if (text.isdigit() and int(text) > 0) or _is_tty(stream):
+            kw["width"] = width(stream)
+        else:
+            kw["width"] = piped_width
     return _console_class()(stderr=stderr, **kw)
 
 

@@ -1,6 +1,6 @@
 """Start-up: ``--help``, ``--version``, ``diff`` and ``trace --from-log`` do not import torch
 (nor numpy); ``cusolver-trace --help`` lists every subcommand with the help line its module
-registers; ``trace`` on a machine without a GPU says at once that nothing can be logged.
+registers.
 Each check runs in a fresh interpreter (``sys.modules`` after the command), never on time."""
 from __future__ import annotations
 
@@ -113,15 +113,3 @@ def test_info_json_takes_a_path_like_every_other_json(tmp_path, capsys):
     capsys.readouterr()
     assert main(["info", "--json", "-"]) == 0
     assert "packages" in json.loads(capsys.readouterr().out)
-
-
-def test_trace_on_a_machine_without_gpu_says_so_first():
-    p = subprocess.Popen([sys.executable, "-m", "cusolver_trace", "trace", "--", sys.executable,
-                          "-c", "pass"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=ROOT, env=_env(CUDA_VISIBLE_DEVICES=""))
-    try:
-        first = p.stderr.readline()
-    finally:
-        p.kill()
-        p.communicate()
-    assert first.startswith("cusolver-trace trace: no GPU visible") and "nothing can be logged" in first

@@ -104,14 +104,6 @@ def main(argv=None) -> int:
     name = _command(argv)
     parser = build_parser(() if name is None else (name,))
     args = parser.parse_args(argv)
-    if name == "trace" and "--from-log" not in argv:
-        from ._common import gpu_absent_reason
-
-        why = gpu_absent_reason()
-        if why is not None:   # at once, not after the program ran for seconds
-            print(f"cusolver-trace trace: {why}: cuSOLVER / cuBLAS are not loaded on the CPU, so "
-                  "nothing can be logged here; the program still runs, and its exit status is "
-                  "passed through", file=sys.stderr, flush=True)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

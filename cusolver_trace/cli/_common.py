@@ -21,9 +21,9 @@ def console(*, stderr: bool = False):
     """Rich console as wide as ``COLUMNS``, the terminal, or 100 columns when output goes to
     neither (:func:`cusolver_trace._console.width`); tables are fitted to it when printed
     through :func:`cusolver_trace._console.emit`."""
-    from .._console import console as make
+    from .._console import PIPED_WIDTH, console as make
 
-    return make(stderr=stderr)
+    return make(stderr=stderr, piped_width=PIPED_WIDTH)
 
 
 def add_format(p, what: str = "the tables") -> None:

@@ -47,6 +47,7 @@ times is GPU work or issue overhead. A time that cannot be had is an
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import statistics
@@ -475,27 +476,74 @@ def time_calls(fns: dict, *, device=None, warmup: int = 3, repeat: int = 20, flu
 
 
 def _time_calls_cpu(fns: dict, *, warmup: int, repeat: int, k: int, threads: int | None) -> dict:
-    """:func:`time_calls` on the CPU: every library pinned to ``threads`` threads; one block
-    per callable (alternating torch (OpenMP / its BLAS) with scipy (OpenBLAS) makes any
-    spinning pools contend), each block judged by :class:`CpuLoad`. One thread: samples of
-    the timing thread's CPU time (``thread_time``); more: wall time (``perf_counter``)."""
+    """:func:`time_calls` on the CPU: every library pinned to ``threads`` threads, the
+    samples judged by :class:`CpuLoad`. One thread: samples of the timing thread's CPU time
+    (``thread_time``), interleaved; more: wall time (``perf_counter``), one block per
+    callable (alternating torch (OpenMP / its BLAS) with scipy (OpenBLAS) makes their
+    spinning pools contend)."""
     samples: dict = {name: [] for name in fns}
     loads: dict = {}
+    # the garbage collector off while timing, as timeit and torch.utils.benchmark do: a full
+    # collection of this process's heap takes milliseconds of the timing thread's CPU time
+    # and lands on whichever sample triggers it (seen: 9 ms in 0.8 ms samples at n = 256)
+    gc_was_on = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        return _time_blocks(fns, samples, loads, warmup=warmup, repeat=repeat, k=k,
+                            threads=threads)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+#: With one thread, a callable whose warm-up call took less than this (s) gets one untimed
+#: call right before each of its interleaved samples, so that every sample starts warm.
+WARM_EACH_MAX_S = 0.05
+
+
+def _time_blocks(fns, samples, loads, *, warmup, repeat, k, threads) -> dict:
+    """The samples: with one thread, interleaved (A, B, A, B, ...: whatever else runs on the
+    machine meanwhile, a co-runner on a sibling hyperthread for one, falls on all callables
+    alike, and with every pool at one thread none spins against another), each short call
+    warmed by an untimed call first; with more threads, one block per callable (interleaving
+    would measure the pools' contention)."""
     with pinned_threads(threads) as pinned:
         clock, now = ("thread_time", time.thread_time) if pinned == 1 else (
             "perf_counter", time.perf_counter)
+        took = {}
         for _ in range(warmup):
-            for fn in fns.values():
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
                 fn()
-        for name, fn in fns.items():
-            fn()
+                took[name] = time.perf_counter() - t0
+        if pinned == 1:
+            for name, fn in fns.items():
+                if name not in took:
+                    t0 = time.perf_counter()
+                    fn()
+                    took[name] = time.perf_counter() - t0
             probe = _CpuProbe(pinned)
             for _ in range(repeat):
-                t0 = now()
-                for _ in range(k):
-                    fn()
-                samples[name].append((now() - t0) * 1e3 / k)
-            loads[name] = probe.stop()
+                for name, fn in fns.items():
+                    if took[name] < WARM_EACH_MAX_S:
+                        fn()
+                    t0 = now()
+                    for _ in range(k):
+                        fn()
+                    samples[name].append((now() - t0) * 1e3 / k)
+            load = probe.stop()
+            loads.update({name: load for name in fns})
+        else:
+            for name, fn in fns.items():
+                fn()
+                probe = _CpuProbe(pinned)
+                for _ in range(repeat):
+                    t0 = now()
+                    for _ in range(k):
+                        fn()
+                    samples[name].append((now() - t0) * 1e3 / k)
+                loads[name] = probe.stop()
     return {name: Timing.from_samples(v, clock, loads[name]) for name, v in samples.items()}
 
 

@@ -335,8 +335,9 @@ def test_compare_pushes_and_pops_a_named_range_per_call(recorder):
     torch_ranges = [n for n in names if n.startswith("torch ")]
     replay_ranges = [n for n in names if n.startswith("replay ")]
     assert len(torch_ranges) + len(replay_ranges) == len(names)
-    # one run each, then warm-up + repeat + the untimed pass of time_calls on the CPU
-    assert len(torch_ranges) == len(replay_ranges) == 1 + 1 + 1 + 2
+    # one run each, then warm-up, and each of the 2 CPU samples after an untimed call (short
+    # calls, timed interleaved on one thread: timing.WARM_EACH_MAX_S)
+    assert len(torch_ranges) == len(replay_ranges) == 1 + 1 + 2 * 2
     assert set(replay_ranges) == {"replay cholesky_solve: LAPACK dpotrs × batch n=6 batch=1 nrhs=1"}
     assert set(torch_ranges) == {"torch torch.cholesky_solve n=6 batch=1 nrhs=1"}
     assert all(e[-1] == "cusolver-trace" for e in recorder.log)
@@ -386,10 +387,14 @@ def test_time_calls_runs_calls_per_sample_consecutive_calls_and_reports_per_call
         return fn
 
     t = time_calls({"a": make("a"), "b": make("b")}, warmup=1, repeat=4, calls_per_sample=3)
-    # the CPU clock: warm-up, then per callable one untimed call and 4 samples of 3 calls
-    # (on a GPU the samples interleave the callables instead; the count is the same less one)
-    assert count == {"a": 1 + 1 + 4 * 3, "b": 1 + 1 + 4 * 3}
-    assert order[2:] == ["a"] * 13 + ["b"] * 13
+    # the CPU clock, one thread: warm-up, then 4 rounds that interleave the callables, each
+    # sample of 3 calls after an untimed call of the same callable (short calls)
+    assert count == {"a": 1 + 4 * (1 + 3), "b": 1 + 4 * (1 + 3)}
+    assert order == ["a", "b"] + (["a"] * 4 + ["b"] * 4) * 4
+    t2 = time_calls({"a": make("a"), "b": make("b")}, warmup=0, repeat=2, calls_per_sample=3,
+                    threads=2)
+    # more threads: one block per callable (one untimed call, then its samples)
+    assert order[-14:] == ["a"] * 7 + ["b"] * 7 and set(t2) == {"a", "b"}
     assert set(t) == {"a", "b"} and all(v.median_ms >= 0 for v in t.values())
     with pytest.raises(ValueError, match="calls_per_sample"):
         time_calls({"a": make("a")}, calls_per_sample=0)

@@ -29,6 +29,29 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+def _shown(value) -> str:
+    """A default as a user would type it (``[1, 2]`` as ``1,2``)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_shown(v) for v in value)
+    return str(value)
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """argparse's help, with every option's default said where its help does not say it
+    already (``--repeat N  timed samples per method (default: 10)``)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.option_strings and not action.required and text != argparse.SUPPRESS
+                and action.default not in (None, False, argparse.SUPPRESS)
+                and not isinstance(action, (argparse._StoreConstAction, argparse._HelpAction,
+                                            argparse._VersionAction))
+                and "default" not in text.lower()):
+            text = f"{text} (default: {_shown(action.default)})".lstrip()
+            text = text.replace("%", "%%").replace("%%(", "%(")
+        return text
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (``PROG: error: ...``, with a pointer
     to ``--help``) and exit 2, as every other bad input; an option that stores a value may be
@@ -38,6 +61,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kw):
         kw.setdefault("allow_abbrev", False)
+        kw.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kw)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)

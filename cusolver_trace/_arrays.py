@@ -8,10 +8,21 @@ back as the kind that went in. Validation happens before any work (SciPy /
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
 from ._dtypes import DtypeInfo, dtype_info
+
+if TYPE_CHECKING:  # pragma: no cover - names for the annotations only
+    import cupy
+    import torch
+
+#: What an array argument of a public routine may be: a torch tensor (CUDA → cuSOLVER, CPU →
+#: LAPACK), a CuPy array, a NumPy array, or a nested list of floats (read as a NumPy array).
+ArrayLike = Union["torch.Tensor", np.ndarray, "cupy.ndarray", Sequence[Sequence[Any]]]
+#: What a public routine returns: the kind of array that went in (a nested list: NumPy).
+Array = Union["torch.Tensor", np.ndarray, "cupy.ndarray"]
 
 
 @dataclass
@@ -53,13 +64,71 @@ def _is_cupy(x):
     return mod.startswith("cupy") and hasattr(x, "__dlpack__")
 
 
-def operand(x, name: str) -> Operand:
-    """Classify and validate ``x`` (at least 2-D, supported dtype).
+def _from_nested(x, name: str) -> np.ndarray:
+    """A nested list / tuple of numbers as a NumPy array, or one error naming the argument.
 
     Raises
     ------
-    TypeError  unsupported array type or dtype (names the supported dtypes)
-    ValueError fewer than 2 dimensions
+    ValueError
+        Ragged: rows of different lengths (NumPy's own message names no argument).
+    TypeError
+        Entries that are not floating-point or complex numbers (strings, None, objects, or
+        integers / bools: a nested list has no dtype of its own to keep, and converting
+        integers would be a silent choice of precision).
+    """
+    try:
+        data = np.asarray(x)
+    except (ValueError, TypeError, OverflowError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "inhomogeneous" in text or "sequence" in text:
+            raise ValueError(f"{name}: a ragged nested list (its rows have different lengths, or "
+                             f"a number stands where a row should be); NumPy says: {text}") from None
+        raise TypeError(f"{name}: a nested list that is not an array of numbers ({text})") from None
+    kind = data.dtype.kind
+    if kind in "iub":
+        raise TypeError(f"{name}: a nested list of {'bools' if kind == 'b' else 'integers'}; write "
+                        "floating-point numbers (4.0, not 4) or pass an array of float32, "
+                        "float64, complex64 or complex128")
+    if kind not in "fc":
+        raise TypeError(f"{name}: a nested list with entries that are not numbers (NumPy reads "
+                        f"it as {data.dtype}); expected float or complex numbers")
+    return data
+
+
+def operand(x, name: str) -> Operand:
+    """Classify and validate ``x`` (at least 2-D, supported dtype).
+
+    Parameters
+    ----------
+    x : torch.Tensor, cupy.ndarray, numpy.ndarray, or nested list / tuple of numbers
+        The array argument.
+    name : str
+        The argument's name (``"A"``, ``"L"``, ``"B"``), which every error here starts with.
+
+    Returns
+    -------
+    Operand
+
+    Raises
+    ------
+    TypeError
+        Unsupported array type or dtype (names the supported dtypes), or a nested list whose
+        entries are not floating-point / complex numbers.
+    ValueError
+        Fewer than 2 dimensions, a ragged nested list, a device other than cuda / cpu.
+
+    Examples
+    --------
+    >>> operand([[4.0, 2.0], [2.0, 3.0]], "A").shape
+    (2, 2)
+    >>> operand([[1.0], [1.0, 2.0]], "A")
+    Traceback (most recent call last):
+    ...
+    ValueError: A: a ragged nested list ...
+    >>> operand([["a", "b"], ["c", "d"]], "B")
+    Traceback (most recent call last):
+    ...
+    TypeError: B: a nested list with entries that are not numbers (NumPy reads it as <U1); ...
     """
     if _is_torch(x):
         torch = _TORCH[0]
@@ -74,9 +143,12 @@ def operand(x, name: str) -> Operand:
     elif _is_cupy(x):
         kind, on_gpu = "cupy", True
         data = None  # converted after the checks below
-    elif isinstance(x, (np.ndarray, list, tuple)):
+    elif isinstance(x, (list, tuple)):
         kind, on_gpu = "numpy", False
-        data = np.asarray(x)
+        data = _from_nested(x, name)
+    elif isinstance(x, np.ndarray):
+        kind, on_gpu = "numpy", False
+        data = x
         if data.dtype.kind in "fc" and not data.dtype.isnative:  # big-endian: a native copy
             data = data.astype(data.dtype.newbyteorder("="))
     else:
@@ -88,7 +160,10 @@ def operand(x, name: str) -> Operand:
     if len(shape) < 2:
         raise ValueError(f"{name}: expected a matrix or a batch of matrices (at least 2-D), got "
                          f"{len(shape)}-D input of shape {shape}")
-    dt = dtype_info(x.dtype if data is None else data.dtype)
+    try:
+        dt = dtype_info(x.dtype if data is None else data.dtype)
+    except TypeError as exc:
+        raise TypeError(f"{name}: {exc}") from None
     if data is None:
         import torch
 

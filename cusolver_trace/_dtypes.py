@@ -8,6 +8,7 @@ machine epsilon, instead of repeating an ``if dtype == ...`` chain.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ _BY_PREFIX = {v.prefix: v for v in _TABLE.values()}
 SUPPORTED_DTYPES = tuple(_TABLE)
 
 
-def dtype_name(dtype) -> str:
+def dtype_name(dtype: Any) -> str:
     """Plain name of a torch, numpy or cupy dtype (or a string / prefix letter); None is
     refused (NumPy would read it as float64, a silent default)."""
     if dtype is None:
@@ -87,7 +88,7 @@ def dtype_name(dtype) -> str:
         return s
 
 
-def dtype_info(dtype) -> DtypeInfo:
+def dtype_info(dtype: Any) -> DtypeInfo:
     """Look up a supported dtype.
 
     Parameters
@@ -102,6 +103,16 @@ def dtype_info(dtype) -> DtypeInfo:
         If the dtype is not one of float32, float64, complex64, complex128
         (cuSOLVER's potrf family has no half, bfloat16, integer or bool
         variant; torch rejects them too).
+
+    Examples
+    --------
+    >>> d = dtype_info("complex128")
+    >>> d.prefix, d.itemsize, d.is_complex
+    ('z', 16, True)
+    >>> dtype_info("float16")
+    Traceback (most recent call last):
+    ...
+    TypeError: unsupported dtype float16: cuSOLVER/LAPACK Cholesky routines take float32, float64, complex64, complex128
     """
     try:  # the hot path: a dtype object seen before (torch / numpy dtypes are hashable)
         return _SEEN[dtype]

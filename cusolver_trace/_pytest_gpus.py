@@ -3,8 +3,11 @@
 Loaded for ``tests/`` and ``benchmarks/`` through ``-p cusolver_trace._pytest_gpus`` in
 ``pyproject.toml``'s ``addopts``.
 
-* ``gpu`` tests skip, saying why, where torch sees no GPU or CuPy / nvmath-python do not
-  load; ``gpu_torch_only`` tests need only ``torch.cuda``.
+* ``gpu`` tests skip, saying why, only where torch sees no GPU or where an optional extra they
+  need is not installed (naming the extra: ``cuda13`` / ``cuda12`` for CuPy and nvmath-python,
+  and whatever ``@pytest.mark.needs_extra("cuda13-fused")`` names). A GPU that is visible with
+  the extra installed but failing to load is a *failure* of every such test, with the import
+  error. ``gpu_torch_only`` tests need only ``torch.cuda``.
 
 Several GPUs::
 
@@ -52,6 +55,16 @@ def pin_worker_gpu(worker: str | None = _WORKER) -> str | None:
     return gpu
 
 
+#: The optional extras of pyproject.toml that GPU tests need: the distributions each one
+#: installs (``tests/test_pytest_plugin.py`` checks this table against pyproject.toml).
+EXTRAS = {
+    "cuda12": ("cupy-cuda12x", "nvmath-python"),
+    "cuda13": ("cupy-cuda13x", "nvmath-python"),
+    "cuda13-fused": ("cupy-cuda13x", "nvmath-python", "numba-cuda", "nvidia-libmathdx-cu13",
+                     "nvidia-cuda-nvrtc", "nvidia-nvjitlink"),
+}
+
+
 @functools.cache
 def cuda_unavailable_reason() -> str | None:
     """None when torch sees a CUDA GPU; else why not."""
@@ -64,30 +77,167 @@ def cuda_unavailable_reason() -> str | None:
     return None
 
 
-@functools.cache
-def gpu_unavailable_reason() -> str | None:
-    """None when torch sees a CUDA GPU and CuPy + nvmath-python bind cuSOLVER; else why not."""
-    if cuda_unavailable_reason():
-        return cuda_unavailable_reason()
-    try:
-        from cusolver_trace.raw import _load
+def cuda_extra() -> str:
+    """The extra that matches torch's CUDA major version (``cuda13`` or ``cuda12``)."""
+    import torch
 
-        _load.cupy_cusolver()
-        _load.nvmath_cusolverDn()
-    except Exception as exc:
-        return str(exc)
-    return None
+    return "cuda12" if str(torch.version.cuda or "").startswith("12") else "cuda13"
+
+
+def missing_distributions(extra: str, *, installed=None) -> list[str]:
+    """The distributions of ``extra`` (:data:`EXTRAS`) that are not installed here.
+
+    Parameters
+    ----------
+    extra : str
+    installed : callable, optional
+        ``name -> bool`` (default: :func:`importlib.metadata.distribution` finds it).
+
+    Examples
+    --------
+    >>> missing_distributions("cuda13", installed=lambda name: name == "nvmath-python")
+    ['cupy-cuda13x']
+    """
+    if installed is None:
+        from importlib import metadata
+
+        def installed(name):
+            try:
+                metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                return False
+            return True
+    return [d for d in EXTRAS[extra] if not installed(d)]
+
+
+def _probe_bindings() -> None:
+    """Load what the ``cuda12`` / ``cuda13`` extras provide (raises when it cannot)."""
+    from cusolver_trace.raw import _load
+
+    _load.cupy_cusolver()
+    _load.nvmath_cusolverDn()
+
+
+def _probe_fused() -> None:
+    """Load what the ``cuda13-fused`` extra provides (raises when it cannot)."""
+    from cusolver_trace.backends import fused
+
+    fused._tools()
+
+
+PROBES = {"cuda12": _probe_bindings, "cuda13": _probe_bindings, "cuda13-fused": _probe_fused}
+
+
+def verdict(cuda_reason: str | None, extra: str, missing, load_error: BaseException | None
+            ) -> tuple[str, str | None]:
+    """What a GPU test does here (pure): ``("run", None)``, ``("skip", why)`` or
+    ``("fail", why)``.
+
+    A GPU test skips only where no GPU is visible, or where an optional extra it needs is not
+    installed (naming the extra). A visible GPU with the extra installed whose bindings fail to
+    load is a failure, with the error: a broken install must not pass as a skip.
+
+    Parameters
+    ----------
+    cuda_reason : str or None
+        Why torch sees no GPU (None: it sees one).
+    extra : str
+        The extra the test needs.
+    missing : sequence of str
+        Its distributions that are not installed.
+    load_error : BaseException or None
+        What loading its bindings raised (None: they load).
+
+    Examples
+    --------
+    >>> verdict("no CUDA GPU visible", "cuda13", ["cupy-cuda13x"], None)
+    ('skip', 'GPU test skipped: no CUDA GPU visible')
+    >>> verdict(None, "cuda13", ["cupy-cuda13x"], None)[1]
+    "GPU test skipped: needs the optional extra 'cuda13' (not installed: cupy-cuda13x); pip install -e '.[cuda13]'"
+    >>> verdict(None, "cuda13", [], OSError("libcusolver.so.12: cannot open shared object file"))[0]
+    'fail'
+    """
+    if cuda_reason:
+        return "skip", f"GPU test skipped: {cuda_reason}"
+    if missing:
+        return "skip", (f"GPU test skipped: needs the optional extra '{extra}' (not installed: "
+                        f"{', '.join(missing)}); pip install -e '.[{extra}]'")
+    if load_error is not None:
+        return "fail", (f"a GPU is visible and the extra '{extra}' is installed, but its "
+                        f"bindings fail to load: {type(load_error).__name__}: {load_error}")
+    return "run", None
+
+
+@functools.cache
+def extra_verdict(extra: str) -> tuple[str, str | None]:
+    """:func:`verdict` for ``extra`` on this machine (computed once per session)."""
+    why = cuda_unavailable_reason()
+    if why:
+        return verdict(why, extra, (), None)
+    missing = missing_distributions(extra)
+    error = None
+    if not missing:
+        try:
+            PROBES[extra]()
+        except Exception as exc:  # reported as the failure of every test that needs it
+            error = exc
+    return verdict(None, extra, missing, error)
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None when torch sees a CUDA GPU and CuPy + nvmath-python bind cuSOLVER; else why not
+    (no GPU, the extra not installed, or its bindings failing to load)."""
+    kind, why = extra_verdict(cuda_extra()) if not cuda_unavailable_reason() else (
+        "skip", cuda_unavailable_reason())
+    return None if kind == "run" else why
+
+
+def require_extra(extra: str) -> None:
+    """Inside a test: skip where ``extra`` is not installed (naming it), fail where it is
+    installed and does not load, return where it loads."""
+    kind, why = extra_verdict(extra)
+    if kind == "skip":
+        pytest.skip(why)
+    if kind == "fail":
+        pytest.fail(why, pytrace=False)
+
+
+def _needs(item) -> list[str]:
+    """The extras a ``gpu`` item needs: the CUDA one, plus any ``needs_extra(...)`` names."""
+    if "gpu_torch_only" in item.keywords:
+        return []
+    extras = [cuda_extra()]
+    for mark in item.iter_markers("needs_extra"):
+        extras += [e for e in mark.args if e not in extras]
+    return extras
 
 
 def pytest_collection_modifyitems(config, items):
-    """``gpu`` items need CUDA and the raw bindings, ``gpu_torch_only`` ones only CUDA:
-    skipped, with the reason, where that is missing."""
+    """``gpu`` items need CUDA and the extra's bindings, ``gpu_torch_only`` ones only CUDA:
+    skipped, with the reason, where the GPU or the extra is missing; an extra that is
+    installed but does not load fails the item at set-up (:func:`pytest_runtest_setup`)."""
     for item in items:
         if "gpu" not in item.keywords:
             continue
-        reason = cuda_unavailable_reason() if "gpu_torch_only" in item.keywords else gpu_unavailable_reason()
-        if reason:
-            item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {reason}"))
+        why = cuda_unavailable_reason()
+        if why:
+            item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {why}"))
+            continue
+        for extra in _needs(item):
+            kind, why = extra_verdict(extra)
+            if kind == "skip":
+                item.add_marker(pytest.mark.skip(reason=why))
+                break
+
+
+def pytest_runtest_setup(item):
+    """A ``gpu`` item whose extra is installed but fails to load fails, with the error."""
+    if "gpu" not in item.keywords or cuda_unavailable_reason():
+        return
+    for extra in _needs(item):
+        kind, why = extra_verdict(extra)
+        if kind == "fail":
+            pytest.fail(why, pytrace=False)
 
 
 def _results_dir(config) -> Path:
@@ -96,7 +246,9 @@ def _results_dir(config) -> Path:
 
 def pytest_configure(config):
     for line in ("gpu: needs an NVIDIA GPU with CuPy and nvmath-python (skipped with a reason elsewhere)",
-                 "gpu_torch_only: a gpu test that needs torch.cuda but not CuPy / nvmath-python"):
+                 "gpu_torch_only: a gpu test that needs torch.cuda but not CuPy / nvmath-python",
+                 "needs_extra(name, ...): a gpu test that also needs these optional extras "
+                 "(skipped where one is not installed, failed where one does not load)"):
         config.addinivalue_line("markers", line)
     gpu = pin_worker_gpu()
     config._gpu_pinned = gpu
@@ -164,7 +316,8 @@ def summary_table(rows: list[dict], out) -> "rich.table.Table":  # noqa: F821
     devices = sorted({str(r.get("device")) for r in rows})
     t = Table(title=f"cusolver-trace rows merged from {len({r.get('worker') for r in rows})} "
                     f"process(es) ({', '.join(devices)}): {out}\n"
-                    "median_ms: CUDA events on a GPU, perf_counter on the CPU, timed interleaved with "
+                    "median_ms: CUDA events on a GPU, on the CPU the timing thread's CPU time (thread_time, "
+                    "every library pinned to 1 thread) or perf_counter, timed interleaved with "
                     "torch; pytest-benchmark's table above times the same call with its own host "
                     "clock and few rounds (its mean includes outliers)")
     keys = [k for k in ("group", "name", "device", "physical_gpu", "median_ms", "iqr_ms", "noisy",

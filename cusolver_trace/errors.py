@@ -42,6 +42,14 @@ class NotPositiveDefiniteError(np.linalg.LinAlgError):
     routine : str      the routine or function that failed (``"cusolverDnXpotrf"``)
     order : int        the ``info`` value: order of the failing leading minor (1-based)
     batch_index : int or None  flat index of the failing matrix in the batch
+
+    Examples
+    --------
+    >>> e = NotPositiveDefiniteError("cusolverDnXpotrfBatched", 3, batch_index=5, batch_shape=(2, 4))
+    >>> print(e)
+    cusolverDnXpotrfBatched: (Batch element 5, index (1, 1)): The factorization could not be completed because the input is not positive-definite (the leading minor of order 3 is not positive-definite).
+    >>> isinstance(e, np.linalg.LinAlgError), e.order
+    (True, 3)
     """
 
     def __init__(self, routine: str, order: int, batch_index=None, batch_shape=None):

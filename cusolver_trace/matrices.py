@@ -156,7 +156,7 @@ def _svd64(n, batch, cond, mode, is_complex, seed, rotate=True, hermitian=True) 
 
 def spd(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
         seed: int = 0, mode: str = "geometric") -> torch.Tensor:
-    """Random Hermitian positive definite A = Q·diag(σ)·Qᴴ, shape (*batch, n, n).
+    """Random Hermitian positive definite A = Q·diag(σ)·Qᴴ, shape ``(*batch, n, n)``.
 
     Q is Haar-distributed (QR of a Gaussian, real or complex, with the signs of
     R's diagonal moved into Q); σ runs from 1 down to 1/cond, geometrically or

@@ -19,9 +19,14 @@ kernels; without the ``nvtx`` package the range is a shared no-op
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import ops
 from .ops import TorchPath, parse_version, preferred_library
 from .tracing.nvtx import nvtx_range
+
+if TYPE_CHECKING:  # pragma: no cover - for the annotations only
+    import torch
 
 __all__ = ["TorchPath", "torch_path", "replay", "parse_version", "preferred_library",
            "nvtx_labels"]
@@ -57,9 +62,9 @@ def nvtx_labels(op, inputs, path: TorchPath) -> tuple[str, str]:
             f"replay {op.name}: {' → '.join(path.calls)} {shape}")
 
 
-def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float64",
-               device: str = "cuda", torch_version=None, preferred: str | None = None,
-               **options) -> TorchPath:
+def torch_path(op: str, *, batch: int, n: int, nrhs: int | None = None, dtype: Any = "float64",
+               device: str = "cuda", torch_version: str | None = None,
+               preferred: str | None = None, **options: Any) -> TorchPath:
     """Which library calls torch makes for ``op`` on inputs of this shape.
 
     Parameters
@@ -100,8 +105,10 @@ def torch_path(op, *, batch: int, n: int, nrhs: int | None = None, dtype="float6
                                   options=options)
 
 
-def replay(op, x, b=None, *, pivots=None, path: TorchPath | None = None,
-           torch_version=None, preferred: str | None = None, **options):
+def replay(op: str, x: "torch.Tensor", b: "torch.Tensor | None" = None, *,
+           pivots: "torch.Tensor | None" = None, path: TorchPath | None = None,
+           torch_version: str | None = None, preferred: str | None = None,
+           **options: Any) -> tuple[Any, "torch.Tensor", TorchPath]:
     """Run torch's library calls for ``op`` through the backends.
 
     Parameters

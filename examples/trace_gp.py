@@ -11,14 +11,16 @@ else on the CPU.
     cusolver-trace trace --by op -- python3 examples/trace_gp.py --n 2000
     cusolver-trace trace --by line --no-tree -- python3 examples/trace_gp.py --n 6000 --steps 30
 
-The defaults (n = 6000, 50 steps, float64) are meant to take roughly 5-30 s on
+The defaults (n = 6000, 50 steps, float64 on a GPU) are meant to take roughly 5-30 s on
 an H200 with the loggers and the profiler on (most of it start-up: torch, CUDA,
-the libraries); ``--n 500 --steps 5`` runs in a few seconds on a CPU.
+the libraries); on the CPU n defaults to 500 (seconds to tens of seconds). A fit that takes more than
+2 s shows a progress line on stderr.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import pathlib
 import sys
 import time
 
@@ -64,13 +66,14 @@ def neg_mll_torch(x, y, raw):
     return (fit + logdet + 0.5 * n * math.log(2 * math.pi)) / n
 
 
-def fit_torch(x, y, steps: int, lr: float = 0.1):
+def fit_torch(x, y, steps: int, lr: float = 0.1, on_step=lambda k: None):
     import torch
 
     raw = [torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True) for _ in range(3)]
     opt = torch.optim.Adam(raw, lr=lr)
     losses = []
-    for _ in range(steps):
+    for k in range(steps):
+        on_step(k)
         opt.zero_grad()
         loss = neg_mll_torch(x, y, raw)
         loss.backward()
@@ -79,7 +82,7 @@ def fit_torch(x, y, steps: int, lr: float = 0.1):
     return losses
 
 
-def fit_gpytorch(x, y, steps: int, lr: float = 0.1):  # pragma: no cover - needs gpytorch
+def fit_gpytorch(x, y, steps: int, lr: float = 0.1, on_step=lambda k: None):  # pragma: no cover
     import gpytorch
     import torch
 
@@ -101,7 +104,8 @@ def fit_gpytorch(x, y, steps: int, lr: float = 0.1):  # pragma: no cover - needs
     losses = []
     # exact solves (Cholesky), not CG: that is what this example is about
     with gpytorch.settings.max_cholesky_size(10**9):
-        for _ in range(steps):
+        for k in range(steps):
+            on_step(k)
             opt.zero_grad()
             loss = -mll(model(x), y)
             loss.backward()
@@ -112,7 +116,8 @@ def fit_gpytorch(x, y, steps: int, lr: float = 0.1):  # pragma: no cover - needs
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=_positive, default=6000, help="training points (default 6000)")
+    p.add_argument("--n", type=_positive, default=None,
+                   help="training points (default 6000 on a GPU, 500 on the CPU)")
     p.add_argument("--d", type=_positive, default=3, help="input dimensions (default 3)")
     p.add_argument("--steps", type=_positive, default=50, help="Adam steps (default 50)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
@@ -131,10 +136,22 @@ def main(argv=None) -> int:
         except ImportError:
             impl = "torch"
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if args.n is None:
+        args.n = 6000 if device.type == "cuda" else 500
     dtype = getattr(torch, args.dtype)
     x, y = make_data(args.n, args.d, device, dtype)
     t0 = time.perf_counter()
-    losses = (fit_gpytorch if impl == "gpytorch" else fit_torch)(x, y, args.steps)
+    import contextlib
+
+    try:   # a progress line on stderr once the fit has run 2 s
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))   # a checkout
+        from cusolver_trace._console import progress
+    except ImportError:  # pragma: no cover - run without the package
+        progress = None
+    with (progress(f"exact GP n={args.n}", args.steps) if progress else contextlib.nullcontext()) as bar:
+        step = (lambda k: bar.step("Adam step")) if bar is not None else (lambda k: None)
+        losses = (fit_gpytorch if impl == "gpytorch" else fit_torch)(x, y, args.steps,
+                                                                     on_step=step)
     if device.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0

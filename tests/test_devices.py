@@ -17,7 +17,7 @@ def test_devices_on_cpu(tmp_path):
     assert main(["devices", "--n", "64", "--repeat", "2", "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())
     assert row["device"] == "cpu" and row["equals_first_device_bitwise"] is True
-    assert row["torch"]["clock"] == "perf_counter"
+    assert row["torch"]["clock"] == "thread_time"
 
 
 @pytest.mark.gpu
@@ -167,3 +167,27 @@ def test_sweep_and_devices_time_the_replay_with_its_decisions_taken_once(monkeyp
     runs = run_op("cholesky_solve", ["cpu"], n=5, repeat=3, warmup=1)
     assert decided == [("cholesky_solve", "replay_call"), ("cholesky_solve", "torch_path")]
     assert runs[0].torch_equals_replay in (True, False)
+
+
+def test_hello_cholesky_sizes_n_by_the_device(monkeypatch, capsys):
+    """512 on the CPU (n = 4096 took 8 min there, silent), 4096 on a GPU."""
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "hello_cholesky.py"
+    spec = importlib.util.spec_from_file_location("hello_cholesky", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    asked = []
+    real = mod.run_workflow
+
+    def small(devices, *, n, **kw):
+        asked.append(n)
+        return real(devices, n=8, **kw)
+
+    monkeypatch.setattr(mod, "run_workflow", small)
+    assert mod.main(["--repeat", "1"]) == 0
+    assert asked == [512 if not torch.cuda.is_available() else 4096]
+    assert f"n={asked[0]}" in capsys.readouterr().out

@@ -26,14 +26,13 @@ FACTOR_METHODS = list(routines.METHOD_NAMES)
 
 def _fused_cannot(method, n, dtype) -> bool:
     """The fused method at an n beyond shared memory: documented to raise ValueError (and
-    skipped where its extra is missing)."""
+    skipped where its extra is not installed; failed where it is installed and does not load)."""
     if method != "fused":
         return False
+    from cusolver_trace._pytest_gpus import require_extra
     from cusolver_trace.backends import fused
 
-    why = fused.available()
-    if why is not None:
-        pytest.skip(why)
+    require_extra("cuda13-fused")
     return not fused.fits("inverse", n, dtype)
 
 
@@ -151,19 +150,20 @@ def test_auto_follows_the_table():
         assert checks.bitwise_equal(X, Y), (batch, n, want)
 
 
-def test_cuda_inverse_contract():
+@pytest.mark.parametrize("m", FACTOR_METHODS)
+def test_cuda_inverse_contract(m):
+    _fused_cannot(m, 64, "float64")   # fused: skipped where its extra is not installed
     F = torch.linalg.cholesky(spd(64, batch=(3, 2), device="cuda"))
-    for m in FACTOR_METHODS:
-        X, info = _cuda_inverse(F, False, m)
-        assert X.shape == F.shape
-        if info is None:  # methods whose calls report nothing: torch's own call, the fused
-            # kernel (potrs on an identity: backends.fused.cholesky_inverse) and gemm_lauum
-            # (trtri by trsm into an identity buffer: backends.cuda_plans.gemm_lauum)
-            assert routines.resolve_method(m, 64, 6, "float64", "cuda") in (
-                "torch", "fused", "gemm_lauum", "gemm_lauum_emu")
-            continue
-        assert info.dtype == torch.int32 and info.shape == (6,)
-        assert info.device == F.device and (info == 0).all()
+    X, info = _cuda_inverse(F, False, m)
+    assert X.shape == F.shape
+    if info is None:  # methods whose calls report nothing: torch's own call, the fused
+        # kernel (potrs on an identity: backends.fused.cholesky_inverse) and gemm_lauum
+        # (trtri by trsm into an identity buffer: backends.cuda_plans.gemm_lauum)
+        assert routines.resolve_method(m, 64, 6, "float64", "cuda") in (
+            "torch", "fused", "gemm_lauum", "gemm_lauum_emu")
+        return
+    assert info.dtype == torch.int32 and info.shape == (6,)
+    assert info.device == F.device and (info == 0).all()
 
 
 def test_ceiling_on_gpu():

@@ -103,7 +103,7 @@ def test_toy_op_runs_through_compare_on_the_cpu(toy):
     assert torch.equal(A, A_before)
 
 
-def test_toy_op_runs_through_the_sweep_on_the_cpu(toy):
+def test_toy_op_runs_through_the_sweep_on_the_cpu(toy, cpu_load_ignored):
     rows = run_sweep("toy_trtri", n=[16], batch=[1, 3], device="cpu", repeat=2, warmup=0,
                      progress=False, unchecked=True)
     by = {(r["method"], r["batch"], r["checked"]): r for r in rows}

@@ -11,32 +11,65 @@ program passes the program's own exit status through.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from ._common import EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Parser
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_INTERNAL"]
+__all__ = ["main", "build_parser", "COMMANDS", "EXIT_OK", "EXIT_MISMATCH", "EXIT_USAGE",
+           "EXIT_INTERNAL"]
+
+#: The subcommands, in ``--help``'s order, and their one-line help. A subcommand's module
+#: (``cusolver_trace.cli.<name>``) is imported only when that subcommand runs or shows its
+#: help: ``cusolver-trace --help``, ``--version``, ``diff`` and ``trace --from-log`` never
+#: import torch. ``tests/test_cli_startup.py`` checks these lines against the modules'.
+COMMANDS = {
+    "info": "versions, loaded libcusolver/libcublas, GPU",
+    "compare": "compare torch's op with the replay of its cuSOLVER/cuBLAS calls",
+    "devices": "the hello_cholesky workflow (or one op) on every visible GPU",
+    "sweep": "time torch against faster methods over n / batch / dtype, checked",
+    "trace": "trace cuSOLVER / cuBLAS API calls of a program or log",
+    "diff": "compare two trace JSONs call by call (exit 0 equal, 1 different)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands=None) -> argparse.ArgumentParser:
     """The parser of every subcommand.
+
+    Parameters
+    ----------
+    commands : iterable of str, optional
+        The subcommands to build in full (their modules imported); the others get a parser
+        that only names them, with their help line. Default: all of them.
 
     Returns
     -------
     argparse.ArgumentParser
     """
     from .. import __version__
-    from . import compare, devices, diff, info, sweep, trace
 
+    full = set(COMMANDS) if commands is None else set(commands)
     parser = Parser(
         prog="cusolver-trace",
         description="Call cuSOLVER directly, replay the calls torch makes for its Cholesky family, "
                     "and check results and timing against torch.")
     parser.add_argument("--version", action="version", version=f"cusolver-trace {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for mod in (info, compare, devices, sweep, trace, diff):
-        mod.register(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                title="commands (cusolver-trace COMMAND --help for each)")
+    for name, line in COMMANDS.items():
+        if name in full:
+            importlib.import_module(f"{__name__}.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=line, add_help=False)
     return parser
+
+
+def _command(argv) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _predictable(exc: BaseException) -> str | None:
@@ -67,7 +100,9 @@ def _predictable(exc: BaseException) -> str | None:
 
 def main(argv=None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = _command(argv)
+    parser = build_parser(() if name is None else (name,))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

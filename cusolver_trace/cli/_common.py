@@ -18,10 +18,46 @@ class UsageError(ValueError):
 
 
 def console(*, stderr: bool = False):
-    """Rich console; when output is piped (logs, CI) a wide fixed width keeps tables whole."""
-    from .._console import console as make
+    """Rich console as wide as ``COLUMNS``, the terminal, or 100 columns when output goes to
+    neither (:func:`cusolver_trace._console.width`); tables are fitted to it when printed
+    through :func:`cusolver_trace._console.emit`."""
+    from .._console import PIPED_WIDTH, console as make
 
-    return make(stderr=stderr, piped_width=160)
+    return make(stderr=stderr, piped_width=PIPED_WIDTH)
+
+
+def add_format(p, what: str = "the tables") -> None:
+    """Add ``--format table|csv|md|json`` (how ``what`` are printed) to a subcommand."""
+    from .._console import FORMATS
+
+    p.add_argument("--format", type=choice(FORMATS, "format"), default="table",
+                   metavar="{" + ",".join(FORMATS) + "}",
+                   help=f"how {what} are printed on stdout: a table fitted to the terminal's "
+                        "width (COLUMNS), or csv / md (Markdown) / json records of the same "
+                        "cells; with csv, md or json every other line goes to stderr "
+                        "(default: table)")
+
+
+def gpu_absent_reason() -> str | None:
+    """Why no NVIDIA GPU can be visible to this process, found without importing torch or
+    initializing CUDA (None: one may be): ``CUDA_VISIBLE_DEVICES`` hides every device, or
+    the machine has no NVIDIA driver device.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    >>> gpu_absent_reason()
+    'no GPU visible (CUDA_VISIBLE_DEVICES is empty)'
+    >>> del os.environ["CUDA_VISIBLE_DEVICES"]
+    """
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None and vis.strip() in ("", "-1", "none", "NoDevFiles"):
+        return f"no GPU visible (CUDA_VISIBLE_DEVICES is {'empty' if not vis.strip() else repr(vis)})"
+    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia",
+                                           "/dev/dxg")):   # /dev/dxg: WSL's GPU
+        return "no NVIDIA GPU or driver on this machine"
+    return None
 
 
 # --------------------------------------------------------------------------- value parsers
@@ -30,7 +66,17 @@ _INT = re.compile(r"-?[0-9]+")   # a sign only to say "must be >= 0"; no "+"
 
 def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
     """argparse type: one integer within ``[minimum, maximum]``, written in plain decimal
-    digits (no spaces, underscores, ``+`` or other bases); anything else is an error."""
+    digits (no spaces, underscores, ``+`` or other bases); anything else is an error.
+
+    Examples
+    --------
+    >>> integer(1)("64")
+    64
+    >>> integer(1)("1_0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an integer, got '1_0'
+    """
     def parse(text):
         if not _INT.fullmatch(str(text)):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")

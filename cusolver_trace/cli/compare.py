@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
-                      console, csv_of, dtype_name, integer, option_sets, options_label,
-                      output_path, resolve_device, write_json)
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
+                      check_memory, choice, console, csv_of, dtype_name, integer, option_sets,
+                      options_label, output_path, resolve_device, write_json)
+
 
 SPLIT_WORDS = {"alike": "alike", "noisy": "too noisy", "gpu-work": "GPU work",
                "issue-overhead": "issue overhead", "gpu-work-and-issue-overhead": "GPU work + issue",
@@ -22,8 +23,22 @@ def _med(t) -> str:
     return f"{t.median_ms:.4g}" + ("~" if t.noisy else "")
 
 
-def _summary(con, op, results, device):
+def _ratio(c) -> str:
+    """replay/torch time, or why there is none (a ratio of oversubscribed CPU samples is no
+    result: :func:`cusolver_trace.timing.ratio`)."""
+    from ..timing import Timing, ratio
+
+    r = ratio(c.replay.timing, c.torch.timing)
+    if r is not None:
+        return f"{r:.3f}"
+    busy = any(isinstance(t, Timing) and t.oversubscribed for t in (c.torch.timing, c.replay.timing))
+    return "— (busy CPU)" if busy else "—"
+
+
+def _summary(con, op, results, device, fmt="table"):
     from rich.table import Table
+
+    from .._console import emit
 
     traced = any(c.call_sequences is not None for c in results)
     t = Table(title=f"{results[0].op}: {len(results)} comparisons on {device}")
@@ -39,17 +54,20 @@ def _summary(con, op, results, device):
         s = c.spec
         row = [s["dtype"], str(s["n"]), str(s["batch"]), options_label(op, s["options"]),
                c.path.backend, c.verdict, f(c.max_ulp_distance, "d"),
-               f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"), f(c.time_ratio, ".3f")]
+               f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"), _ratio(c)]
         if traced:
             row.append("—" if c.call_sequences is None else c.call_sequences.answer)
         t.add_row(*row)
-    con.print(t)
+    emit(con, t, fmt)
     if not any(c.torch.timing is not None for c in results):
         return
     clock = next(c.torch.timing.clock for c in results if c.torch.timing is not None)
-    ev = "events" if clock == "cuda-events" else "wall"
+    ev = {"cuda-events": "events", "thread_time": "CPU"}.get(clock, "wall")
+    what = {"events": "CUDA-event time",
+            "CPU": "the timing thread's CPU time, every library pinned to 1 thread",
+            "wall": "wall time (perf_counter), every library pinned to a fixed thread count"}[ev]
     t = Table(title="time, ms (medians; — unavailable, ~ noisy)",
-              caption=f"{ev}: {'CUDA-event' if ev == 'events' else 'wall (perf_counter)'} time; GPU: GPU-busy time (kernel durations, "
+              caption=f"{ev}: {what}; GPU: GPU-busy time (kernel durations, "
                       "torch.profiler); host: time to issue the call; difference: what the "
                       "replay − torch difference is")
     for col in ("dtype", "n", "batch", "options", f"torch {ev}", "torch GPU", "torch host",
@@ -61,10 +79,11 @@ def _summary(con, op, results, device):
         t.add_row(s["dtype"], str(s["n"]), str(s["batch"]), options_label(op, s["options"]),
                   *(_med(tt[k]) for k in ("events", "gpu_busy", "host")),
                   *(_med(rt[k]) for k in ("events", "gpu_busy", "host")),
-                  f(c.time_ratio, ".3f"),
+                  _ratio(c),
                   "—" if c.time_split is None else SPLIT_WORDS.get(c.time_split.kind,
                                                                     c.time_split.kind))
-    con.print(t)
+    con.print()
+    emit(con, t, fmt)
 
 
 def run(args) -> int:
@@ -79,15 +98,16 @@ def run(args) -> int:
     if args.nrhs is not None and not op.has_rhs:
         raise UsageError(f"--nrhs is for ops that take right-hand sides; {op.name} takes none")
     json_path = output_path(args.json, "--json")
-    con = console(stderr=json_path == "-")
+    if json_path == "-" and args.format != "table":
+        raise UsageError(f"--json - and --format {args.format} would both write to stdout")
+    con = console(stderr=json_path == "-" or args.format != "table")
     spec = parse_matrix_spec(args.matrix)
     device = resolve_device(args.device)
     dtypes = args.dtype or [None]
     file_batch = ()
     if spec.kind == "file":
         # read once here for its order and its batch: a batched file keeps its own batch, and
-        # a --batch it does not hold is refused before any work (a --batch 1 used to be taken
-        # for the default)
+        # a --batch it does not hold (--batch 1 included) is refused before any work
         probe = spec.make(dtype=dtypes[0], device="cpu", structure=op.structure).A
         fixed, file_batch = probe.shape[-1], tuple(probe.shape[:-2])
         del probe
@@ -142,28 +162,40 @@ def run(args) -> int:
         con.print(f"[dim]timing {len(points)} points, then their GPU-busy time (the profiler "
                   "slows every later call in its process, so it runs last)[/]")
     results = []
-    for dtype, n, batch, options in points:
-        tm, B = point(dtype, n, batch, options)
-        c = compare(op.name, tm.A, B, **options, preferred=args.preferred,
-                    repeat=args.repeat, warmup=args.warmup, timing=True,
-                    matrix=tm.description, seed=args.seed, trace=args.trace,
-                    trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout,
-                    gpu_busy=not later)
-        del tm, B
-        results.append(c)
-        if not later and not args.summary_only:
-            con.print(c)
-            con.print()
-    if later:
-        for i, p in enumerate(points):
+    from .._console import progress
+
+    def label(dtype, n, batch, options):
+        return (f"{dtype or 'float64'} n={n}" + (f" batch={batch}" if batch != 1 else "")
+                + (f" {options_label(op, options)}" if options else ""))
+
+    total = len(points) * (2 if later else 1)
+    with progress(f"compare {op.name}", total) as bar:
+        for p in points:
+            bar.step(label(*p))
             tm, B = point(*p)
-            results[i] = with_gpu_busy(results[i], tm.A, B)
+            c = compare(op.name, tm.A, B, **p[3], preferred=args.preferred,
+                        repeat=args.repeat, warmup=args.warmup, timing=True,
+                        matrix=tm.description, seed=args.seed, trace=args.trace,
+                        trace_timeout=300.0 if args.trace_timeout is None else args.trace_timeout,
+                        gpu_busy=not later)
             del tm, B
-            if not args.summary_only:
-                con.print(results[i])
+            results.append(c)
+            if not later and not args.summary_only:
+                bar.clear()
+                con.print(c)
                 con.print()
-    if len(results) > 1:
-        _summary(con, op, results, device)
+        if later:
+            for i, p in enumerate(points):
+                bar.step(label(*p) + ", GPU-busy time")
+                tm, B = point(*p)
+                results[i] = with_gpu_busy(results[i], tm.A, B)
+                del tm, B
+                if not args.summary_only:
+                    bar.clear()
+                    con.print(results[i])
+                    con.print()
+    if len(results) > 1 or args.summary_only:
+        _summary(con, op, results, device, args.format)
     if json_path:
         write_json([c.to_dict() for c in results], json_path, con)
     con.print(f"{len(results)} compared: " + ", ".join(
@@ -215,14 +247,16 @@ def register(sub) -> None:
                    default=None,
                    help="torch.backends.cuda.preferred_linalg_library during the torch call")
     p.add_argument("--repeat", type=integer(0, 10000), default=20,
-                   help="timed runs per side (0: no timing; at most 10000)")
+                   help="timed runs per side (0: no timing; at most 10000; default 20)")
     p.add_argument("--warmup", type=integer(0, 10000), default=3,
                    help="untimed calls per side before timing (default 3)")
     p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0,
                    help="seed of the random matrices and of the default right-hand sides "
                         "(default 0)")
     p.add_argument("--keep-batch-dim", action="store_true", help="batch 1 as (1, n, n) instead of (n, n)")
-    p.add_argument("--summary-only", action="store_true", help="print only the summary table")
+    p.add_argument("--summary-only", action="store_true",
+                   help="print only the summary tables (for any number of points)")
+    add_format(p, "the summary tables")
     p.add_argument("--trace", action="store_true",
                    help="also run both sides in a child process with the cuSOLVER / cuBLAS "
                         "loggers on and report 'call sequences equal: yes/no'; unequal "

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
-                      console, dtype_name, integer, option_sets, options_label, output_path,
-                      resolve_device, write_json)
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
+                      check_memory, choice, console, dtype_name, integer, option_sets,
+                      options_label, output_path, resolve_device, write_json)
 
 CPU_DEFAULT_N = 512
 """The CPU's default order: the workflow there takes about a second (n = 4096 took minutes)."""
@@ -32,7 +32,9 @@ def run(args) -> int:
         if given:
             raise UsageError(f"{', '.join(given)}: the op options are for one op (--op)")
     json_path = output_path(args.json, "--json")
-    con = console(stderr=json_path == "-")
+    if json_path == "-" and args.format != "table":
+        raise UsageError(f"--json - and --format {args.format} would both write to stdout")
+    con = console(stderr=json_path == "-" or args.format != "table")
     devices = [resolve_device(d) for d in args.device] if args.device else visible_devices()
     twice = sorted({d for d in devices if devices.count(d) > 1})
     if twice:   # cuda and cuda:0 too: the same GPU, run twice, would be two rows of one device
@@ -44,7 +46,10 @@ def run(args) -> int:
     if on_cpu:
         con.print(f"No GPU visible: running on the CPU (torch's LAPACK vs scipy's LAPACK), n = {n}.")
     kw = dict(repeat=args.repeat, warmup=args.warmup, dtype=args.dtype)
-    with con.status(f"timing torch and the replay on {', '.join(devices)} (n = {n}) ..."):
+    from .._console import emit, progress
+
+    with progress("devices", 1) as bar:
+        bar.step(f"timing torch and the replay on {', '.join(devices)} (n = {n})")
         if op is not None:
             runs = run_op(op, devices, n=n, batch=args.batch, nrhs=args.nrhs or 1,
                           options=options, **kw)
@@ -54,7 +59,7 @@ def run(args) -> int:
             runs = run_workflow(devices, n=n, **kw)
             title = (f"hello_cholesky workflow n={n} {args.dtype}: "
                      "cholesky → cholesky_inverse → cholesky(upper)")
-    con.print(render(runs, title))
+    emit(con, render(runs, title), args.format)
     for stem, files in loaded_libraries().items():
         if files and stem in ("libcusolver", "libcublas"):
             con.print(f"{stem} used by every device's run (one process): {', '.join(files)}")
@@ -80,13 +85,18 @@ def register(sub) -> None:
     p.add_argument("--n", type=integer(1), default=None,
                    help=f"matrix order (default 4096 on a GPU, 1024 with --op; {CPU_DEFAULT_N} on "
                         "the CPU)")
-    p.add_argument("--batch", type=integer(1), default=1)
-    p.add_argument("--nrhs", type=integer(1), default=None)
-    p.add_argument("--dtype", type=dtype_name, default="float64")
+    p.add_argument("--batch", type=integer(1), default=1,
+                   help="batch size, with --op (default 1: one (n, n) matrix)")
+    p.add_argument("--nrhs", type=integer(1), default=None,
+                   help="right-hand sides, with an --op that takes them (default 1)")
+    p.add_argument("--dtype", type=dtype_name, default="float64",
+                   help="float32, float64, complex64 or complex128 (default float64)")
     add_option_flags(p)
     p.add_argument("--device", action="append", help="restrict to these devices (repeatable)")
-    p.add_argument("--repeat", type=integer(1, 10000), default=10)
+    p.add_argument("--repeat", type=integer(1, 10000), default=10,
+                   help="timed runs per side and device (default 10)")
     p.add_argument("--warmup", type=integer(0, 10000), default=3,
                    help="untimed calls per side before timing (default 3)")
     p.add_argument("--json", metavar="PATH", help="write the runs as JSON ('-': stdout)")
+    add_format(p, "the table")
     p.set_defaults(func=run)

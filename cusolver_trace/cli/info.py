@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 
-from .. import _json
-from ._common import EXIT_OK, console
+from ._common import EXIT_OK, console, output_path, write_json
 
 
 def run(args) -> int:
@@ -11,11 +10,14 @@ def run(args) -> int:
 
     from ..versions import versions
 
+    json_path = output_path(args.json, "--json")
     v = versions()
-    if args.json:
-        print(_json.dumps(v, indent=2))
+    if json_path == "-":
+        write_json(v, "-", None)
         return EXIT_OK
     con = console()
+    if json_path:
+        write_json(v, json_path, con)
     t = Table(title="cusolver-trace info", show_header=False)
     for k, val in v["packages"].items():
         t.add_row(k, "not installed" if val is None else str(val))
@@ -47,5 +49,7 @@ def run(args) -> int:
 def register(sub) -> None:
     """Add ``info`` to the subparsers."""
     p = sub.add_parser("info", help="versions, loaded libcusolver/libcublas, GPU")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", metavar="PATH", nargs="?", const="-",
+                   help="write the same facts as JSON to PATH ('-' or no PATH: stdout, instead "
+                        "of the table)")
     p.set_defaults(func=run)

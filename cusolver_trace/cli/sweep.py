@@ -6,9 +6,9 @@ import os
 import sys
 
 from .. import ops
-from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_option_flags, check_memory, choice,
-                      console, csv_of, distinct_outputs, dtype_name, integer, number,
-                      option_sets, output_path, resolve_device, shard, writing)
+from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
+                      check_memory, choice, console, csv_of, distinct_outputs, dtype_name, integer,
+                      number, option_sets, output_path, resolve_device, shard, writing)
 
 
 def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
@@ -22,6 +22,8 @@ def _worker_argv(args, index: int, count: int, out: str) -> list[str]:
         argv += ["--nrhs", str(args.nrhs)]
     if args.method:
         argv += ["--method", ",".join(args.method)]
+    if getattr(args, "threads", None) is not None:
+        argv += ["--threads", str(args.threads)]
     for flag in ("flush_l2", "unchecked"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
@@ -116,12 +118,12 @@ def run(args) -> int:
         count = len(ids) if args.gpus == "all" else int(args.gpus)
         if count > len(ids):
             raise UsageError(f"--gpus {args.gpus}: only {len(ids)} GPU(s) here")
-    con = console()
+    con = console(stderr=args.format != "table")   # csv / md / json: only the records on stdout
     if args.device is None:
         con.print(f"[bold]device {device}[/]" + ("" if device != "cpu" else
                   ": no GPU visible, so torch's CPU path and LAPACK (scipy) are timed"))
     if device == "cpu":
-        con.print(f"CPU threads: {cpu_threads()}")
+        con.print(f"CPU threads: {cpu_threads(args.threads)}")
         if args.flush_l2:
             con.print("note: --flush-l2 flushes a GPU's L2 cache; on the CPU it does nothing")
     if args.unchecked:
@@ -142,9 +144,11 @@ def run(args) -> int:
                                  options=options, nrhs=args.nrhs or 1, repeat=args.repeat,
                                  warmup=args.warmup, seed=args.seed, cond=args.cond,
                                  flush_l2=args.flush_l2, console=con, shard=args.shard,
-                                 unchecked=args.unchecked)
+                                 unchecked=args.unchecked, threads=args.threads)
     if rows:
-        con.print(report.results_table(rows))
+        from .._console import emit
+
+        emit(con, report.results_table(rows), args.format)
     else:
         con.print(f"shard {args.shard[0]}/{args.shard[1]} holds no point of this sweep: nothing "
                   "to measure")
@@ -215,7 +219,13 @@ def register(sub) -> None:
                    help="spread the points over N GPUs: one process per GPU pinned with "
                         "CUDA_VISIBLE_DEVICES, results merged into one report")
     p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/K",
-                   help="run only every K-th point starting at I (used by --gpus)")
+                   help="run only every K-th point starting at I (used by --gpus; default 0/1: "
+                        "every point)")
+    p.add_argument("--threads", type=integer(1, 4096), default=None, metavar="N",
+                   help="on the CPU, the thread count of every library while timing (torch, "
+                        "BLAS, OpenMP; default 1, as torch.utils.benchmark: a ratio then does "
+                        "not move with the machine's load)")
+    add_format(p, "the results table")
     p.add_argument("--out", required=True, metavar="JSON", help="write results + provenance here")
     p.add_argument("--csv", metavar="PATH", help="also write one CSV line per (case, method)")
     p.add_argument("--plot", metavar="PNG", help="time and %% of ceiling vs n (needs matplotlib)")

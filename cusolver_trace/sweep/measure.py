@@ -23,6 +23,7 @@ CSV, plots) is :mod:`cusolver_trace.sweep.report`.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import torch
@@ -31,7 +32,7 @@ from .. import checks, ops
 from .._dtypes import dtype_info
 from ..ceiling import ceiling, percent_of_ceiling
 from ..matrices import structured
-from ..timing import time_calls
+from ..timing import ratio, time_calls
 
 __all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
            "default_methods"]
@@ -172,7 +173,8 @@ def calls_per_sample(case: Case) -> int:
 
 
 def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
-                 flush_l2: bool = False, ceil=None, unchecked: bool = False) -> list[dict]:
+                 flush_l2: bool = False, ceil=None, unchecked: bool = False,
+                 threads: int | None = None) -> list[dict]:
     """Check every method once, then time torch and all methods interleaved; one row each.
 
     ``torch`` is always included (first). Rows (JSON-ready dicts): the case's keys,
@@ -182,8 +184,12 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     ``status`` (``ok`` / ``FAILED`` (ratio >= 30 or NaN) / ``ERROR``), ``check`` and
     ``ratio``, ``error``, timing in ms (``median_ms``, ``q1_ms``, ``q3_ms``, ``iqr_ms``,
     ``min_ms``, ``repeat``, ``clock``, ``noisy``; per call, from runs of
-    ``calls_per_sample`` consecutive calls (:func:`calls_per_sample`)), ``ratio_to_torch`` (median / torch's
-    median), ``check_overhead`` (checked / unchecked median, with ``unchecked=True``),
+    ``calls_per_sample`` consecutive calls (:func:`calls_per_sample`); on the CPU also
+    ``threads``, every library's thread count while timing, and ``oversubscribed``, why the
+    samples did not get their cores, or None), ``ratio_to_torch`` (median / torch's
+    median; None where either side was oversubscribed, with the reason in
+    ``ratio_withheld``: :func:`cusolver_trace.timing.ratio`), ``check_overhead`` (checked /
+    unchecked median, with ``unchecked=True``),
     ``flop_count``, ``gflops``, ``pct_of_ceiling``, and for ops with a yardstick
     ``gflops_potri`` / ``pct_of_ceiling_potri``; ``ceiling_gflops``. GFLOP/s fields are
     None for a method that did not pass.
@@ -217,7 +223,7 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     dev = case.device if case.on_cuda else None
     k = calls_per_sample(case)
     timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, flush_l2=flush_l2,
-                         calls_per_sample=k) if fns else {}
+                         calls_per_sample=k, threads=threads) if fns else {}
     t_torch = timings.get("torch")
     for label, row in rows.items():
         t = timings.get(label)
@@ -225,11 +231,15 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
         row.update(flop_count=name, ceiling_gflops=ceil.gemm_gflops, calls_per_sample=k)
         if t is not None:
             row.update({k: v for k, v in t.to_dict().items() if k != "max_ms"})
-            row["ratio_to_torch"] = t.median_ms / t_torch.median_ms if t_torch else None
+            row["ratio_to_torch"] = ratio(t, t_torch)
+            busy = [x.oversubscribed for x in (t, t_torch) if x is not None and x.oversubscribed]
+            if busy:
+                row["ratio_withheld"] = f"oversubscribed CPU: {busy[0]}"
         twin = timings.get(f"{row['method']} (check=False)")
         if row["checked"] and twin is not None and t is not None:
-            row["check_overhead"] = t.median_ms / twin.median_ms
-            row["check_cost_ms"] = t.median_ms - twin.median_ms
+            row["check_overhead"] = ratio(t, twin)
+            row["check_cost_ms"] = (t.median_ms - twin.median_ms
+                                    if row["check_overhead"] is not None else None)
         good = t is not None and row["status"] == "ok"
         row["gflops"] = t.gflops(fl) if good else None
         row["pct_of_ceiling"] = percent_of_ceiling(row["gflops"], ceil) if good else None
@@ -243,7 +253,8 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
               method_names=None, *, device=None, options=None, nrhs: int = 1,
               repeat: int = 10, warmup: int = 2, seed: int = 0, cond: float = 1e3,
               flush_l2: bool = False, progress: bool = True, console=None,
-              shard: tuple[int, int] = (0, 1), unchecked: bool = False) -> list[dict]:
+              shard: tuple[int, int] = (0, 1), unchecked: bool = False,
+              threads: int | None = None) -> list[dict]:
     """Sweep ``op`` over every (dtype, n, batch); returns the rows of :func:`measure_case`.
 
     Parameters
@@ -263,12 +274,18 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
     repeat, warmup, flush_l2
         Timing (see :func:`cusolver_trace.timing.time_calls`).
     progress : bool
-        Show a rich progress bar.
+        A progress line on stderr once the sweep has run 2 s
+        (:class:`cusolver_trace._console.Progress`).
+    console
+        Not used (the progress line goes to stderr); kept for callers that pass it.
     shard : (i, k)
         Run only every k-th (dtype, n, batch) point starting at i (how ``--gpus`` splits a
         sweep over GPUs).
     unchecked : bool
         Also time each checked method with ``check=False`` (the check's cost, as a ratio).
+    threads : int, optional
+        On the CPU, every library's thread count while timing (default
+        :data:`cusolver_trace.timing.CPU_THREADS`, 1).
 
     Returns
     -------
@@ -292,16 +309,14 @@ def run_sweep(op, n=(256, 1024), batch=(1,), dtype=("float64",),
         raise ValueError(f"method(s) {gpu_only} need a CUDA device; this sweep runs on {device}")
     points = [(d, k, b) for d in dtype for k in n for b in batch][shard[0]::shard[1]]
     rows = []
-    from rich.progress import Progress
+    from .._console import progress as progress_line
 
-    with Progress(console=console, disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"{o.name} sweep", total=len(points))
+    with progress_line(f"{o.name} sweep", len(points), after=None if progress else math.inf) as bar:
         for d, k, b in points:
-            bar.update(task, description=f"{o.name} {d} n={k} batch={b}")
+            bar.step(f"{d} n={k} batch={b}")
             case = make_case(o, k, b, d, device, options=options, nrhs=nrhs, seed=seed,
                              cond=cond)
             rows += measure_case(case, names, repeat=repeat, warmup=warmup, flush_l2=flush_l2,
-                                 unchecked=unchecked)
+                                 unchecked=unchecked, threads=threads)
             del case
-            bar.advance(task)
     return rows

@@ -42,7 +42,33 @@ def write_csv(rows, path) -> None:
 
 
 def fmt_number(x, fmt=".4g"):
+    """``x`` formatted, or ``—`` for a missing / NaN value.
+
+    Examples
+    --------
+    >>> fmt_number(12.345678), fmt_number(None), fmt_number(float("nan"), ".3f")
+    ('12.35', '—', '—')
+    """
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def _caption(rows) -> str:
+    """What the table's times are, in words: the clock, and on the CPU the thread count."""
+    clocks = {r.get("clock") for r in rows if r.get("clock")}
+    threads = sorted({r["threads"] for r in rows if r.get("threads")})
+    if clocks <= {"cuda-events"}:
+        what = "ms per call: median of CUDA events"
+    elif clocks == {"thread_time"}:
+        what = ("ms per call: median of the timing thread's CPU time, every library pinned to "
+                "1 thread")
+    else:
+        what = (f"ms per call: median wall time, every library pinned to "
+                f"{','.join(map(str, threads)) or '?'} threads")
+    text = f"{what}; vs torch: time ratio (< 1: faster)"
+    if any(r.get("ratio_withheld") for r in rows):
+        text += ("; — (busy CPU): no ratio, the samples did not get their cores (other "
+                 "processes or thread pools running)")
+    return text
 
 
 def results_table(rows):
@@ -54,8 +80,7 @@ def results_table(rows):
     gpus = sorted({str(r["physical_gpu"]) for r in rows if r.get("physical_gpu") not in (None, "")})
     where = (f"GPUs {', '.join(gpus)} (one process each, CUDA_VISIBLE_DEVICES)" if len(gpus) > 1
              else f"GPU {gpus[0]} (CUDA_VISIBLE_DEVICES)" if gpus else rows[0]["device"])
-    t = Table(title=f"{rows[0]['op']} on {where} "
-                    "(ms: median of CUDA events or perf_counter; vs torch: time ratio, < 1 faster)")
+    t = Table(title=f"{rows[0]['op']} on {where}", caption=_caption(rows))
     cols = (["GPU"] if len(gpus) > 1 else []) + [
         "dtype", "n", "batch", "method", "status", "check", "median ms", "IQR ms", "vs torch",
         "check cost", "flop count", "GFLOP/s", "% ceil"]
@@ -71,7 +96,8 @@ def results_table(rows):
                  f"{r['check']} {fmt_number(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
                  fmt_number(r.get("median_ms")),
                  fmt_number(r.get("iqr_ms"), ".2g") + (" [yellow]noisy[/]" if r.get("noisy") else ""),
-                 fmt_number(r.get("ratio_to_torch"), ".3f"),
+                 ("— (busy CPU)" if r.get("ratio_withheld") else
+                  fmt_number(r.get("ratio_to_torch"), ".3f")),
                  fmt_number(r.get("check_overhead"), ".3f"),
                  r["flop_count"], fmt_number(r["gflops"]), fmt_number(r["pct_of_ceiling"], ".1f")]
         if inv:

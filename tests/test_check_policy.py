@@ -96,8 +96,6 @@ def test_a_float_nested_list_still_runs():
     assert isinstance(L, np.ndarray) and int(info) == 0 and L[0, 0] == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="lead: routines rewrite (potrf's check=True does not yet "
-                                       "look at the factor's finiteness)")
 @pytest.mark.parametrize("batch", [(), (2,)])
 def test_potrf_with_inf_on_the_diagonal_raises_nonfinite_as_spd_inverse_does(batch):
     A = np.array([[4.0, 2.0, 0.0], [2.0, 3.0, 0.5], [0.0, 0.5, 2.0]])

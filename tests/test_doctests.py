@@ -31,6 +31,10 @@ _CLI = ("command-line wiring: the CLI tests run every subcommand and docs/cli.md
         "from these parsers")
 _OP = "one op's rows of the registry: tests/test_ops_registry.py runs every op through them"
 _RUN = "runs programs or reads logs: tests/test_trace_*.py run them on recorded logs"
+_FAM = ("what one family's op modules share: tests/test_ops_registry.py and "
+        "tests/test_replay_compare_cpu.py run every op through it")
+_CMP = ("a part of compare: the package's examples run compare, and tests/test_compare_*.py "
+        "and tests/test_replay_compare_cpu.py drive every part")
 #: Modules with no example, each with the reason. A module listed here that gains an example,
 #: or one missing here that has none, fails.
 NO_EXAMPLES = {
@@ -45,11 +49,32 @@ NO_EXAMPLES = {
     "cusolver_trace.cli.sweep": _CLI,
     "cusolver_trace.cli.trace": _CLI,
     "cusolver_trace.dispatch_docs": "generates docs/dispatch-*.md from a GPU run",
-    "cusolver_trace.ops._common": _OP,
+    "cusolver_trace.ops._cholesky": _FAM,
     "cusolver_trace.ops.cholesky": _OP,
     "cusolver_trace.ops.cholesky_inverse": _OP,
     "cusolver_trace.ops.cholesky_solve": _OP,
     "cusolver_trace.ops.spd_inverse": _OP,
+    "cusolver_trace.ops.lu_factor": _OP,
+    "cusolver_trace.ops.lu_solve": _OP,
+    "cusolver_trace.ops.solve": _OP,
+    "cusolver_trace.ops.inv": _OP,
+    "cusolver_trace.ops.det": _OP,
+    "cusolver_trace.ops.slogdet": _OP,
+    "cusolver_trace._plan_types": "the plan's record types: tests/test_plans_dag_cpu.py builds "
+                                  "and runs plans of them",
+    "cusolver_trace.backends.cuda_lu": _GPU,
+    "cusolver_trace.backends.fused": _GPU,
+    "cusolver_trace.backends._fused_launch": _GPU,
+    "cusolver_trace.backends._fused_toolchain": "loads the cuda13-fused extra's compilers: "
+                                                "tests/test_fused_cpu.py fakes them",
+    "cusolver_trace.checks": _PKG,
+    "cusolver_trace.checks.diff": "difference metrics: tests/test_checks.py pins them on known "
+                                  "values",
+    "cusolver_trace.checks.flops": "LAWN 41 counts: tests/test_checks.py pins every count",
+    "cusolver_trace.compare.notes": _CMP,
+    "cusolver_trace.compare.report": _CMP,
+    "cusolver_trace.compare.run": _CMP,
+    "cusolver_trace.routines": _PKG,
     "cusolver_trace.raw": _PKG,
     "cusolver_trace.raw._load": _GPU,
     "cusolver_trace.raw._status": _GPU,
@@ -58,9 +83,7 @@ NO_EXAMPLES = {
     "cusolver_trace.raw.cusolver": _GPU,
     "cusolver_trace.sweep": _PKG,
     "cusolver_trace.tracing": _PKG,
-    "cusolver_trace.tracing.command": _RUN,
     "cusolver_trace.tracing.kernels": _RUN,
-    "cusolver_trace.tracing.logparse": _RUN,
     "cusolver_trace.tracing.profile": _RUN,
     "cusolver_trace.tracing.runner": _RUN,
     "cusolver_trace.versions": "reports this machine's versions: no fixed output to show",

@@ -128,8 +128,6 @@ def test_the_sweep_report_states_the_thread_count(tmp_path, capsys):
     assert "timed with 1 thread per library" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="lead: compare package split (Comparison.time_ratio and "
-                                       "the time line through timing.ratio)")
 def test_compare_withholds_an_oversubscribed_ratio(monkeypatch):
     from cusolver_trace.compare import compare
     from cusolver_trace.matrices import spd

@@ -11,10 +11,6 @@ import pytest
 import cusolver_trace as ct
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-#: Functions whose modules the lead is rewriting: their annotations come with the rewrite.
-LATER = {"potrf": "routines", "potrs": "routines", "potri": "routines", "trtri": "routines",
-         "cholesky_inverse": "routines", "inverse_method": "routines", "spd_inverse": "routines",
-         "spd_inverse_method": "routines", "compare": "compare", "with_gpu_busy": "compare"}
 
 
 def test_py_typed_is_shipped():
@@ -28,11 +24,7 @@ def _functions():
     for name in ct.__all__:
         obj = getattr(ct, name)
         if inspect.isfunction(obj):
-            mark = ()
-            if name in LATER:
-                mark = pytest.mark.xfail(strict=True, reason=f"lead: {LATER[name]} rewrite "
-                                                             "(ArrayLike / Array annotations)")
-            out.append(pytest.param(name, marks=mark, id=name))
+            out.append(pytest.param(name, id=name))
     return out
 
 

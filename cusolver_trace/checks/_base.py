@@ -148,6 +148,12 @@ def _ratio(num, den, eps: float, bad) -> BatchMax:
 
 
 def passes(ratio) -> bool | np.ndarray:
-    """``ratio < THRESHOLD`` (NaN fails). Arrays give an elementwise bool array."""
+    """``ratio < THRESHOLD`` (NaN fails). Arrays give an elementwise bool array.
+
+    Examples
+    --------
+    >>> passes(2.5), passes(float("nan")), passes([1.0, 40.0]).tolist()
+    (True, False, [True, False])
+    """
     r = np.less(ratio, THRESHOLD)
     return bool(r) if np.ndim(r) == 0 else r

@@ -31,6 +31,13 @@ def pot01(A, L, upper: bool = False) -> BatchMax:
     BatchMax
         0 for n = 0; 1/eps where ‖A‖₁ <= 0 or (complex) a diagonal entry of the
         factor has a nonzero imaginary part; NaN/inf for non-finite inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(pot01(A, np.linalg.cholesky(A)) < 30)
+    True
     """
     A, L, n, eps, batch = _square_pair(A, L, "L")
     if n == 0:
@@ -60,7 +67,7 @@ def pot02(A, X, B, upper: bool = False) -> BatchMax:
     BatchMax
         0 for n = 0 or nrhs = 0; 1/eps where ‖A‖₁ <= 0; a column with
         ‖xⱼ‖₁ = 0 counts 1/eps. For complex data the vector norms are LAPACK's
-        ``dzasum`` (Σ |Re| + |Im|), as in ``zpot02``.
+        ``dzasum`` (``Σ |Re| + |Im|``), as in ``zpot02``.
     """
     A, X = _pair(A, X, "A and X")
     _, B = _pair(A, B, "A and B")

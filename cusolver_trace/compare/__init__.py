@@ -49,11 +49,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+from typing import Any
 
 import numpy as np
 
 from .. import checks, ops
-from .._arrays import flag
+from .._arrays import ArrayLike, flag
 from .._dtypes import dtype_info
 from ..timing import time_gpu_busy
 from .facts import Facts, measure, parts, verdict
@@ -108,11 +109,12 @@ def _by_name(o, given: dict) -> dict:
     return {k: given.get(k) for k in o.takes if k not in ("A", "B")}
 
 
-def compare(op: str, A=None, B=None, *, preferred: str | None = None,
-            torch_version: str | None = None, repeat: int = 20, warmup: int = 3,
-            timing: bool = True, matrix: str | None = None, provenance: bool = True,
-            seed: int = 0, trace: bool = False, trace_timeout: float = TRACE_TIMEOUT_S,
-            gpu_busy: bool = True, **kw) -> Comparison:
+def compare(op: str, A: ArrayLike | None = None, B: ArrayLike | None = None, *,
+            preferred: str | None = None, torch_version: str | None = None, repeat: int = 20,
+            warmup: int = 3, timing: bool = True, matrix: str | None = None,
+            provenance: bool = True, seed: int = 0, trace: bool = False,
+            trace_timeout: float = TRACE_TIMEOUT_S, gpu_busy: bool = True,
+            **kw: Any) -> Comparison:
     """Run torch's ``op`` and the replay of its library calls on the same inputs; compare.
 
     Parameters
@@ -273,7 +275,8 @@ def _side(o, name, inputs, opts, out, info, f: Facts, run) -> Side:
                 run.gpu_busy.get(name), run.host.get(name), run.why_not_timed)
 
 
-def with_gpu_busy(c: Comparison, A=None, B=None, **given) -> Comparison:
+def with_gpu_busy(c: Comparison, A: ArrayLike | None = None, B: ArrayLike | None = None,
+                  **given: Any) -> Comparison:
     """``c`` (from ``compare(..., gpu_busy=False)``) with both sides' GPU-busy time measured
     now, on the inputs ``c`` was made from, and its time split redone.
 

@@ -6,7 +6,7 @@ import io
 from dataclasses import asdict, dataclass, field
 
 from .. import _json, checks, ops
-from ..timing import Timing, TimeSplit, Unavailable, time_dict
+from ..timing import Timing, TimeSplit, Unavailable, ratio, time_dict
 
 VERDICTS = ("bitwise-equal", "within-tolerance", "failed-alike", "MISMATCH")
 #: 4: ``spec.options`` holds the op's options (``upper`` was a field of its own);
@@ -96,10 +96,10 @@ class Comparison:
 
     @property
     def time_ratio(self) -> float | None:
-        """replay median time / torch median time (< 1: the replay is faster)."""
-        if self.torch.timing is None or self.replay.timing is None:
-            return None
-        return self.replay.timing.median_ms / self.torch.timing.median_ms
+        """replay median time / torch median time (< 1: the replay is faster); None where
+        either is missing or was taken while the CPU's cores were oversubscribed
+        (:func:`cusolver_trace.timing.ratio`)."""
+        return ratio(self.replay.timing, self.torch.timing)
 
     @property
     def ok(self) -> bool:

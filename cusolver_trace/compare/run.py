@@ -131,9 +131,12 @@ def run_both(o, inputs, opts, path, preferred, *, repeat: int, warmup: int,
 def split_times(ts: Side, rs: Side) -> TimeSplit:
     """:func:`~.timing.time_split` of the two sides' medians (unavailable ones as None)."""
     def med(t):
-        return t.median_ms if isinstance(t, Timing) else None
+        return t.median_ms if isinstance(t, Timing) and not t.oversubscribed else None
 
     def why(t):
+        if isinstance(t, Timing) and t.oversubscribed:
+            return ("timed while the CPU's cores were oversubscribed (another job), so the "
+                    "difference measures the contention")
         return t.reason if isinstance(t, Unavailable) else None
 
     tt, rt = ts.times(), rs.times()

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from .._arrays import Operand, as_numpy, flag, operand, require_square, same_backend, wrap
+from .._arrays import (Array, ArrayLike, Operand, as_numpy, flag, operand, require_square,
+                       same_backend, wrap)
 from ..backends import cpu as _cpu
 from ..errors import NonFiniteError, SingularFactorError
 from ._table import AutoRule, Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
@@ -76,7 +77,8 @@ def _nonfinite_members(l, upper: bool, batch_shape):
     return ~tri.isfinite().reshape(*batch_shape, -1).all(-1)
 
 
-def potrf(A, upper: bool = False, *, check: bool = True, method: str = "auto"):
+def potrf(A: ArrayLike, upper: bool = False, *, check: bool = True,
+          method: str = "auto") -> tuple[Array, Array]:
     """Cholesky factorization A = L·Lᴴ (or Uᴴ·U), like LAPACK / cuSOLVER ``?potrf``.
 
     Parameters
@@ -197,7 +199,7 @@ def broadcast(op: Operand, batch_shape):
     return np.broadcast_to(as_numpy(op), shape)
 
 
-def potrs(L, B, upper: bool = False, *, method: str = "X"):
+def potrs(L: ArrayLike, B: ArrayLike, upper: bool = False, *, method: str = "X") -> Array:
     """Solve A·X = B given the Cholesky factor of A, like ``?potrs``.
 
     Parameters
@@ -258,7 +260,8 @@ def factor_operand(L, name="L"):
     return c, n, math.prod(c.batch_shape)
 
 
-def trtri(T, upper: bool = False, *, unit_diagonal: bool = False, check: bool = True):
+def trtri(T: ArrayLike, upper: bool = False, *, unit_diagonal: bool = False,
+          check: bool = True) -> Array:
     """Inverse of a triangular matrix, like ``?trtri`` (GPU: ``cusolverDnXtrtri``).
 
     Parameters

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .._arrays import as_numpy, flag, wrap
+from .._arrays import Array, ArrayLike, as_numpy, flag, wrap
 from ..backends import cpu as _cpu
 from ..errors import NonFiniteError, SingularFactorError
 from ._table import AutoRule, Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
@@ -209,7 +209,7 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     return CHOLESKY_INVERSE.resolve(method, n, batch, dtype, device)
 
 
-def inverse_method(L, method: str = "auto") -> str:
+def inverse_method(L: ArrayLike, method: str = "auto") -> str:
     """The method :func:`cholesky_inverse` runs for ``L`` and ``method`` (``auto`` resolved).
 
     Parameters
@@ -239,7 +239,7 @@ def inverse_method(L, method: str = "auto") -> str:
     return resolve_method(method, n, batch, c.dtype.name, device_of(c))
 
 
-def potri(L, upper: bool = False, *, check: bool = True):
+def potri(L: ArrayLike, upper: bool = False, *, check: bool = True) -> Array:
     """Inverse of A = L·Lᴴ from its Cholesky factor, like ``?potri``, as a full Hermitian matrix.
 
     ``?potri`` writes one triangle of A⁻¹; the other is filled by mirroring
@@ -299,7 +299,8 @@ def raise_for_status(routine: str, acc, n: int, batch_shape, upper: bool) -> Non
         raise NonFiniteError(routine, what, where, tuple(batch_shape))
 
 
-def cholesky_inverse(L, upper: bool = False, *, method: str = "potrs", check: bool = True):
+def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs",
+                     check: bool = True) -> Array:
     """Inverse of A = L·Lᴴ (or Uᴴ·U) from its Cholesky factor.
 
     Parameters

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._arrays import as_numpy, flag, operand, require_square, wrap
+from .._arrays import Array, ArrayLike, as_numpy, flag, operand, require_square, wrap
 from ..backends import cpu as _cpu
 from ._table import Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
 from .cholesky import POTRF, flag_nan_pivots
@@ -139,7 +139,7 @@ def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
     return SPD_INVERSE_TABLE.resolve(method, n, batch, dtype, device)
 
 
-def spd_inverse_method(A, method: str = "auto") -> str:
+def spd_inverse_method(A: ArrayLike, method: str = "auto") -> str:
     """The method :func:`spd_inverse` runs for ``A`` and ``method`` (``auto`` resolved).
 
     Parameters
@@ -177,7 +177,8 @@ def _potrf_routine(used: str, dt, on_gpu: bool, batch: int) -> str:
     return POTRF.rows[api].routine_name(dt.name, on_gpu)
 
 
-def spd_inverse(A, upper: bool = False, *, method: str = "auto", check: bool = True):
+def spd_inverse(A: ArrayLike, upper: bool = False, *, method: str = "auto",
+                check: bool = True) -> Array:
     """Inverse of a Hermitian positive definite A through its Cholesky factorization.
 
     The same as ``torch.cholesky_inverse(torch.linalg.cholesky(A, upper=upper),

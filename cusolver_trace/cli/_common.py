@@ -164,13 +164,16 @@ def add_option_flags(p) -> None:
 
     for flag, opt in ops.all_options().items():
         takers = [o.name for o in ops.all_ops() if any(x.flag == flag for x in o.options)]
+        word = opt.flag[2:]
         if opt.shortcut is None:
-            p.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), opt.flag[2:]),
-                           default=None, help=f"{opt.help} ({', '.join(takers)})")
+            p.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), word),
+                           default=None, metavar=word.upper(),
+                           help=f"{opt.help}; ops: {', '.join(takers)}")
             continue
         group = p.add_mutually_exclusive_group()
-        group.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), opt.flag[2:]),
-                           default=None, help=f"{opt.help} ({', '.join(takers)})")
+        group.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), word),
+                           default=None, metavar=word.upper(),
+                           help=f"{opt.help}; ops: {', '.join(takers)}")
         short, value = opt.shortcut
         group.add_argument(short, dest=f"opt_{opt.name}", action="store_const", const=[value],
                            help=f"the same as {flag} {opt.labels[value]}")

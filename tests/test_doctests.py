@@ -68,8 +68,6 @@ NO_EXAMPLES = {
     "cusolver_trace.backends._fused_toolchain": "loads the cuda13-fused extra's compilers: "
                                                 "tests/test_fused_cpu.py fakes them",
     "cusolver_trace.checks": _PKG,
-    "cusolver_trace.checks.diff": "difference metrics: tests/test_checks.py pins them on known "
-                                  "values",
     "cusolver_trace.checks.flops": "LAWN 41 counts: tests/test_checks.py pins every count",
     "cusolver_trace.compare.notes": _CMP,
     "cusolver_trace.compare.report": _CMP,

@@ -80,6 +80,12 @@ def bitwise_equal(X, Y) -> bool:
     """Exact bit equality of every element (NaN payloads and the sign of zero count).
 
     False when shapes or dtypes differ; ``-0.0`` and ``+0.0`` are not bitwise equal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bitwise_equal(np.array([[0.0]]), np.array([[-0.0]])), max_ulp_distance(np.array([[0.0]]), np.array([[-0.0]]))
+    (False, 0)
     """
     X, Y = as_tensor(X), as_tensor(Y)
     if X.shape != Y.shape or X.dtype != Y.dtype:
@@ -95,7 +101,7 @@ def ulp_distance(X, Y) -> torch.Tensor:
 
     The IEEE bits are reinterpreted as integers and mapped sign-magnitude →
     monotonic (``k = bits`` for bits >= 0, ``k = INT_MIN − bits`` otherwise), so
-    the distance |k(x) − k(y)| counts the representable numbers between x and y:
+    the distance ``|k(x) − k(y)|`` counts the representable numbers between x and y:
     adjacent floats are 1 apart, the largest finite number is 1 from inf, and
     **+0 and −0 are 0 ulps apart** (equal by IEEE ordering; :func:`bitwise_equal`
     tells them apart). Exactly equal values → 0; NaN vs NaN → 0; NaN vs a number

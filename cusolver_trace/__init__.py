@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 
 from .routines import (INVERSE_METHODS, SPD_INVERSE_METHODS, cholesky_inverse, inverse_method,
                        potrf, potri, potrs, spd_inverse, spd_inverse_method, trtri)
+from .routines import getrf, getrs, inv, lu_solve, solve
 
 # Imported eagerly (torch, numpy, scipy only — never CuPy or nvmath-python, which load on the
 # first GPU call): a lazy module ``__getattr__`` would be shadowed by the submodules of the
@@ -47,6 +48,7 @@ from .versions import versions  # noqa: E402
 __all__ = [
     "potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_method", "INVERSE_METHODS",
     "spd_inverse", "spd_inverse_method", "SPD_INVERSE_METHODS",
+    "getrf", "getrs", "lu_solve", "solve", "inv",
     "compare", "with_gpu_busy", "Comparison", "replay", "torch_path", "versions", "trace", "Trace",
     "dtype_info", "SUPPORTED_DTYPES",
     "NotPositiveDefiniteError", "SingularFactorError", "SingularMatrixError", "NonFiniteError",

@@ -292,7 +292,7 @@ def test_run_sweep_cpu_rows(op):
     assert len(rows) == 2 * 2 * len(names)
     for r in rows:
         assert r["status"] == "ok", r
-        assert r["check"] == {"cholesky": "pot01", "cholesky_solve": "pot02"}.get(op, "pot03")
+        assert r["check"] == ops.get(op).check_name
         assert r["ratio"] < checks.THRESHOLD and r["median_ms"] > 0 and r["gflops"] > 0
         assert r["clock"] == "perf_counter" and r["ceiling_gflops"] > 0
         assert r["pct_of_ceiling"] == pytest.approx(100 * r["gflops"] / r["ceiling_gflops"])

@@ -331,7 +331,7 @@ def test_permute_columns_is_getris_interchanges(batch):
 
 
 def test_getris_algorithm_on_the_cpu():
-    """The algorithm itself with torch ops (U⁻¹, X·L = U⁻¹, X·Pᵀ): A⁻¹, for every dtype."""
+    """The algorithm with torch ops (U⁻¹, X·L = U⁻¹, X·Pᵀ) gives A⁻¹, for every dtype."""
     for dtype in DTYPES:
         A = _general(16, (2,), dtype, seed=10)
         LU, piv = torch.linalg.lu_factor(A)

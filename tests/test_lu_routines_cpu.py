@@ -216,6 +216,8 @@ def test_bad_arguments():
         ct.getrs(LU, np.array([0, 2, 3, 4], np.int32), rhs((4, 1)))
     with pytest.raises(TypeError, match="pivots: expected"):
         ct.getrs(LU, "1234", rhs((4, 1)))
+    with pytest.raises(ValueError, match="order <= 32, got n = 33"):
+        ct.inv(general(33), method="matinv_batched")
     with pytest.raises(ValueError, match="lu_method|routine must be one of"):
         routines.lu_method("potrf", "auto", 4)
     # int64 pivots (NumPy's default) and torch int64 are taken

@@ -51,7 +51,7 @@ def _batch_pointers(w: torch.Tensor, batch: int) -> torch.Tensor:
     return _pointers(w.data_ptr(), r * c * w.element_size(), batch, w.device)
 
 
-# --------------------------------------------------------------------------- batches of small matrices
+# --------------------------------------------------------------------------- small matrices
 @on_tensor_device
 def matinv_batched(a: torch.Tensor):
     """A⁻¹ for each matrix of ``a`` (..., n, n), n <= 32, by one ``cublas<t>matinvBatched``.
@@ -182,8 +182,8 @@ def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri"):
        ``"rec"`` the recursive trtri plan (:func:`cusolver_trace.plans.trtri_plan`: trsm on
        diagonal blocks, trmm / GEMM for the rest), run by
        :func:`.cuda_plans.plan_runner`.
-    3. X ← X·L⁻¹: one ``cublas<t>trsm(RIGHT, LOWER, N, UNIT, n, n, 1, LU, n, X, n)`` per matrix
-       (L's strictly lower part is read from LU; its upper part is not referenced).
+    3. X ← X·L⁻¹: one ``cublas<t>trsm(RIGHT, LOWER, N, UNIT, n, n, 1, LU, n, X, n)`` per
+       matrix (L's strictly lower part is read from LU; its upper part is not referenced).
     4. A⁻¹ = X·Pᵀ (:func:`permute_columns`).
 
     Xtrtri's info (the same zero diagonal as getrf's) goes to a scratch array; getrf's is

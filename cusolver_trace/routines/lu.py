@@ -295,9 +295,9 @@ INV = Table("inv", {
                           "cublas<t>getriBatched out of place", _fast_call("getri_batched"),
                           _inv_cpu_getri, "getri", "cublas{T}getrfBatched + cublas{T}getriBatched",
                           "LAPACK {t}getrf + {t}getri"),
-    "getri": _getri_row("getri", "getri's algorithm: cusolverDn<t>getrf, U⁻¹ by cusolverDnXtrtri, "
-                        "X·L = U⁻¹ by one right-side cublas<t>trsm, the pivots' column "
-                        "interchanges", "legacy", "xtrtri",
+    "getri": _getri_row("getri", "getri's algorithm: cusolverDn<t>getrf, U⁻¹ by "
+                        "cusolverDnXtrtri, X·L = U⁻¹ by one right-side cublas<t>trsm, the "
+                        "pivots' column interchanges", "legacy", "xtrtri",
                         "cusolverDn{T}getrf + cusolverDnXtrtri + cublas{T}trsm"),
     "getri_rec": _getri_row("getri_rec", "getri with U⁻¹ by the recursive trtri plan (trsm on "
                             "diagonal blocks, trmm / GEMM elsewhere)", "legacy", "rec",
@@ -758,6 +758,9 @@ def inv(A, *, check: bool = True, method: str = "auto"):
     check = flag(check, "check")
     batch_shape = a.batch_shape
     used = INV.resolve(method, n, math.prod(batch_shape), a.dtype.name, device_of(a))
+    if used == "matinv_batched" and n > _fast().MATINV_MAX_N:   # on the CPU too: one domain
+        raise ValueError(f"method 'matinv_batched' (cublas<t>matinvBatched) inverts matrices of "
+                         f"order <= {_fast().MATINV_MAX_N}, got n = {n}")
     if n == 0 or math.prod(batch_shape) == 0:
         return empty_result(a, a.shape, batch_shape)[0]
     row = INV.rows[used]

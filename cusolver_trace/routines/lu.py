@@ -381,31 +381,31 @@ def _pivots(P, lu: Operand, n: int):
     return p
 
 
-def _nonfinite(x, batch: int):
-    """Per matrix, whether ``x`` (batch × anything) holds NaN / Inf; no synchronization."""
-    if isinstance(x, np.ndarray):
-        return ~np.isfinite(x).reshape(batch, -1).all(axis=1)
-    return ~x.isfinite().reshape(batch, -1).all(dim=1)
-
-
 def _check(routine: str, info, x, batch_shape, what: str, also=None) -> None:
     """The one check: getrf's ``info`` first (:class:`SingularMatrixError`, naming the
     column and the batch element), then NaN / Inf in ``x`` (or in ``also``: A, where the
-    result cannot show them) as :class:`NonFiniteError`. One transfer to the host."""
+    result cannot show them) as :class:`NonFiniteError`. One transfer to the host.
+
+    On a device the non-finite test is maxᵢⱼ |xᵢⱼ| per matrix (``abs``, ``amax``: NaN and Inf
+    propagate, no overflow), sent with ``info`` in one float vector: four launches and one
+    copy, however large the batch."""
     batch = math.prod(batch_shape)
-    bad = _nonfinite(x, batch)
-    if also is not None:
-        bad = bad | _nonfinite(also, batch)
     if isinstance(x, np.ndarray):
-        flat_info, flat_bad = np.asarray(info).reshape(-1), np.asarray(bad)
+        bad = ~np.isfinite(x).reshape(batch, -1).all(axis=1)
+        if also is not None:
+            bad |= ~np.isfinite(also).reshape(batch, -1).all(axis=1)
+        flat_info = np.asarray(info).reshape(-1)
     else:
         import torch
 
-        both = torch.cat((info.reshape(-1).to(device=bad.device, dtype=torch.int32),
-                          bad.to(torch.int32))).cpu().numpy()
-        flat_info, flat_bad = both[:batch], both[batch:]
+        mx = x.abs().amax(dim=(-2, -1))
+        if also is not None:
+            mx = torch.maximum(mx, also.abs().amax(dim=(-2, -1)))
+        both = torch.cat((info.reshape(-1).to(device=mx.device, dtype=mx.dtype),
+                          mx.reshape(-1))).cpu().numpy()
+        flat_info, bad = both[:batch].astype(np.int64), ~np.isfinite(both[batch:])
     raise_for_info(routine, flat_info.reshape(batch_shape), batch_shape, SingularMatrixError)
-    hit = np.flatnonzero(flat_bad)
+    hit = np.flatnonzero(bad)
     if hit.size:
         i = int(hit[0])
         raise NonFiniteError(routine, what, i if batch_shape else None, tuple(batch_shape))

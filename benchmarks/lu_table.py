@@ -20,9 +20,10 @@ after two warm-up calls, of
 
 Every result is judged by LAPACK's ratio (``get03`` for inverses, ``get02`` for solves,
 ``get01`` for getrf; < 30 passes). Rows that loop over the matrices of a batch in Python
-(``legacy``, ``X``, the ``getri`` rows) are skipped above batch 100; a call whose predicted
-time (from its time at the previous case of the same batch, by n³) passes 3 s is skipped; a
-first call over 1 s is its only sample. Each skip says why. The JSON (rows, versions, device, the command) is
+(``legacy``, ``X``, the ``getri`` rows) are skipped above batch 100, and the rows of cuBLAS's
+small-matrix batched LU on one matrix above n = 1024; a call whose predicted time (from its
+time at the previous case of the same batch, by n³) passes 3 s is skipped; a first call over
+1 s is its only sample. Each skip says why. The JSON (rows, versions, device, the command) is
 rewritten after every case, so a run cut short keeps what it measured. The short table comes
 last: per case and op, torch, JAX, CuPy, ours with ``auto`` (and the row it ran), the best
 of our rows, and their ratios to torch and to the best peer.
@@ -48,6 +49,8 @@ CASES = ((10000, 8), (1000, 32), (100, 128), (8, 512), (1, 4096), (1, 8192))
 DRY_CASES = ((100, 8), (10, 32), (1, 160))
 LOOP_ROWS = {"legacy", "X", "getri", "getri_rec", "getri_X"}
 LOOP_MAX_BATCH = 100
+BATCHED_ROWS = {"batched", "matinv_batched", "getri_batched"}   # cuBLAS's small-matrix LU
+BATCHED_MAX_N_ALONE = 1024
 CAP_S = 3.0          # skip a call predicted to take longer than this
 ONE_CALL_S = 1.0     # a first call longer than this is timed once
 DRY = os.environ.get("LU_TABLE_DRY") == "1"
@@ -215,16 +218,20 @@ def run_case(P, batch, n, reps, prev, deadline):
         if who == "ours" and batch > LOOP_MAX_BATCH and (
                 label in LOOP_ROWS or (label == "auto" and row["resolved"] in LOOP_ROWS)):
             row.update(status="skipped", note=f"a Python loop over {batch} matrices")
-            continue
-        if key in prev and prev[key][0] == batch:
+        if who == "ours" and batch == 1 and n > BATCHED_MAX_N_ALONE and (
+                label in BATCHED_ROWS or (label == "auto" and row["resolved"] in BATCHED_ROWS)):
+            row.update(status="skipped", note="cuBLAS's batched LU (made for small matrices) on "
+                                              f"one matrix of order {n}")
+        if row["status"] == "ok" and key in prev and prev[key][0] == batch:
             pb, pn, pms = prev[key]
             guess = pms * (n / pn) ** 3 / 1e3
             if guess > CAP_S:
                 row.update(status="skipped", note=f"predicted {guess:.0f} s per call from "
                                                   f"{pms:.0f} ms at {pb} x {pn}")
-                continue
-        if time.perf_counter() - T0 > deadline:
+        if row["status"] == "ok" and time.perf_counter() - T0 > deadline:
             row.update(status="skipped", note="deadline")
+        if row["status"] == "skipped":
+            say(f"{batch:>6} x {n:<5} {op:<6} {who:<6} {label:<18} skipped: {row['note']}")
             continue
         try:
             res, first = first_call(fn, P.sync)
@@ -243,7 +250,7 @@ def run_case(P, batch, n, reps, prev, deadline):
                 + (f"  {row['check']} {row['ratio']:.2f}" if row["ratio"] is not None else "")
                 + f"  {row['status']} {row['note']} {row['error'] or ''}")
         say(line)
-    del A, B
+    del A, B, fn
     if not DRY:
         P.torch.cuda.empty_cache()
         if P.cupy is not None:

@@ -306,9 +306,35 @@ def test_getri_recursive_trtri_plan(raw, monkeypatch):
     assert checks.get03(A, X) < 30 and info.tolist() == [0, 0]
 
 
-def test_getri_refuses_an_unknown_trtri(raw):
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
+def test_getri_blocked_solve(raw, monkeypatch, dtype):
+    """?getri's blocked loop: for column blocks of 4 from the right (19 = 4·4 + 3), one GEMM
+    with the columns already final (none for the last block) and one trsm with L's diagonal
+    block, at the right offsets."""
+    monkeypatch.setattr(cuda_lu_fast, "GETRI_BLOCK", 4)
+    n = 19
+    A = _general(n, (), dtype, seed=11)
+    X, info = cuda_lu_fast.getri(A, solve="blocked")
+    t = "D" if dtype == torch.float64 else "C"
+    got = [f for f in names(raw) if f.startswith("cublas")]
+    assert got == [f"cublas{t}trsm_v2"] + [f"cublas{t}gemm_v2", f"cublas{t}trsm_v2"] * 4
+    gemms = args_of(raw, f"cublas{t}gemm_v2")
+    assert [(g["m"], g["n"], g["k"]) for g in gemms] == [(19, 4, 3), (19, 4, 7), (19, 4, 11),
+                                                         (19, 4, 15)]
+    trsms = args_of(raw, f"cublas{t}trsm_v2")
+    assert [(s["side"], s["m"], s["n"]) for s in trsms] == [("RIGHT", 19, 3)] + [
+        ("RIGHT", 19, 4)] * 4
+    isz = A.element_size()
+    starts = [s["B"] for s in trsms]
+    assert np.diff(starts).tolist() == [-4 * n * isz] * 4   # columns 16, 12, 8, 4, 0
+    assert checks.get03(A, X) < 30 and info.tolist() == [0]
+
+
+def test_getri_refuses_an_unknown_trtri_or_solve(raw):
     with pytest.raises(ValueError, match="trtri must be one of"):
         cuda_lu_fast.getri(_general(4), trtri="lapack")
+    with pytest.raises(ValueError, match="solve must be one of"):
+        cuda_lu_fast.getri(_general(4), solve="gemm")
 
 
 @pytest.mark.parametrize("batch", [(), (3,), (2, 2)])

@@ -10,9 +10,10 @@
 * :func:`getri` — LAPACK ``?getri``'s algorithm for large matrices: getrf
   (``cusolverDn<t>getrf`` or ``cusolverDnXgetrf``), U⁻¹ in place of U (``cusolverDnXtrtri``,
   or the recursive GEMM-rich trtri plan of :func:`cusolver_trace.plans.trtri_plan`), then
-  X·L = U⁻¹ by one right-side ``cublas<t>trsm`` with L unit lower, then the pivots' column
-  interchanges in reverse order (:func:`permute_columns`): 4n³/3 flops after getrf, where
-  torch's two n×n triangular solves on the identity do 2n³.
+  X·L = U⁻¹ with L unit lower (one right-side ``cublas<t>trsm``, or ?getri's blocked loop of
+  GEMM and small trsm), then the pivots' column interchanges in reverse order
+  (:func:`permute_columns`): 4n³/3 flops after getrf, where torch's two n×n triangular solves
+  on the identity do 2n³.
 
 Conventions as in :mod:`.cuda_lu`: inputs are validated, non-empty torch CUDA tensors (the
 caller handles n = 0 and empty batches, broadcasting and ``left=False``); everything runs on
@@ -39,6 +40,13 @@ from .cuda_lu import _empty_column_major, getrf, unpack_pivots
 MATINV_MAX_N = 32
 
 TRTRI_KINDS = ("xtrtri", "rec")
+SOLVE_KINDS = ("trsm", "blocked")
+
+#: Column block of the blocked X·L = U⁻¹ (LAPACK ``?getri``'s blocked loop): per block from the
+#: right, one GEMM with the columns already final and one trsm with L's diagonal block, so
+#: all but n²·nb of its n³ flops run in GEMM. 512: not yet measured (dgetri's ``ilaenv`` gives
+#: 64 for the CPU; cuBLAS GEMM wants wide blocks).
+GETRI_BLOCK = 512
 
 
 def _trans(adjoint: bool, is_complex: bool) -> int:
@@ -171,8 +179,36 @@ def permute_columns(X: torch.Tensor, pivots: torch.Tensor) -> torch.Tensor:
     return out.mT
 
 
+def _solve_right_lower_unit(ctx, t: str, n: int, pl: int, px: int, isz: int, kind: str):
+    """X ← X·L⁻¹ for one matrix (X at ``px``, L the strictly lower part of the LU at ``pl``,
+    unit diagonal, both n × n column-major, ld = n): ``"trsm"`` one
+    ``cublas<t>trsm(RIGHT, LOWER, N, UNIT)``; ``"blocked"`` ?getri's blocked loop, for column
+    blocks j = last … first: X[:, j] -= X[:, j+1:]·L[j+1:, j] (``cublas<t>gemm``), then
+    X[:, j] ← X[:, j]·L[j, j]⁻¹ (``cublas<t>trsm`` on the nb × nb diagonal block)."""
+    one = _one(t)
+    if kind == "trsm" or n <= GETRI_BLOCK:
+        cb.trsm(t, ctx.blas, cb.RIGHT, cb.LOWER, cb.OP_N, cb.UNIT, n, n, one, pl, n, px, n)
+        return
+    minus = _MINUS_ONE.get(t)
+    if minus is None:
+        arr = cb.scalar(t, -1.0)
+        minus = _MINUS_ONE[t] = (arr, arr.ctypes.data)
+    nb = GETRI_BLOCK
+    for j0 in range(((n - 1) // nb) * nb, -1, -nb):
+        j1 = min(j0 + nb, n)
+        if j1 < n:
+            cb.gemm(t, ctx.blas, cb.OP_N, cb.OP_N, n, j1 - j0, n - j1, minus[1],
+                    px + j1 * n * isz, n, pl + (j1 + j0 * n) * isz, n, one, px + j0 * n * isz, n)
+        cb.trsm(t, ctx.blas, cb.RIGHT, cb.LOWER, cb.OP_N, cb.UNIT, n, j1 - j0, one,
+                pl + (j0 + j0 * n) * isz, n, px + j0 * n * isz, n)
+
+
+_MINUS_ONE: dict = {}   # type letter -> (host scalar -1, its address)
+
+
 @on_tensor_device
-def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri"):
+def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri",
+          solve: str = "trsm"):
     """A⁻¹ for each matrix of ``a`` (..., n, n) by LAPACK ``?getri``'s algorithm.
 
     1. ``LU, pivots, info`` = :func:`.cuda_lu.getrf` (``getrf_api`` ``"legacy"``:
@@ -182,8 +218,10 @@ def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri"):
        ``"rec"`` the recursive trtri plan (:func:`cusolver_trace.plans.trtri_plan`: trsm on
        diagonal blocks, trmm / GEMM for the rest), run by
        :func:`.cuda_plans.plan_runner`.
-    3. X ← X·L⁻¹: one ``cublas<t>trsm(RIGHT, LOWER, N, UNIT, n, n, 1, LU, n, X, n)`` per
-       matrix (L's strictly lower part is read from LU; its upper part is not referenced).
+    3. X ← X·L⁻¹ (L's strictly lower part read from LU, whose upper part is not referenced):
+       ``solve="trsm"`` one ``cublas<t>trsm(RIGHT, LOWER, N, UNIT, n, n, 1, LU, n, X, n)`` per
+       matrix; ``"blocked"`` ?getri's blocked loop over column blocks of
+       :data:`GETRI_BLOCK`, GEMM-rich (:func:`_solve_right_lower_unit`).
     4. A⁻¹ = X·Pᵀ (:func:`permute_columns`).
 
     Xtrtri's info (the same zero diagonal as getrf's) goes to a scratch array; getrf's is
@@ -192,10 +230,12 @@ def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri"):
     Raises
     ------
     ValueError
-        Unknown ``getrf_api`` or ``trtri``.
+        Unknown ``getrf_api``, ``trtri`` or ``solve``.
     """
     if trtri not in TRTRI_KINDS:
         raise ValueError(f"trtri must be one of {TRTRI_KINDS}, got {trtri!r}")
+    if solve not in SOLVE_KINDS:
+        raise ValueError(f"solve must be one of {SOLVE_KINDS}, got {solve!r}")
     dt = _dtype(a.dtype)
     n = a.shape[-1]
     LU, pivots, info = getrf(a, True, getrf_api)
@@ -226,9 +266,7 @@ def getri(a: torch.Tensor, *, getrf_api: str = "legacy", trtri: str = "xtrtri"):
             run = plan_runner(ctx, dt, (plan,), w)
             for i in range(batch):
                 run(plan, _ptr(w, i), _ptr(tinfo, i))
-    one = _one(t)
     with ctx.cupy_stream():
         for i in range(batch):
-            cb.trsm(t, ctx.blas, cb.RIGHT, cb.LOWER, cb.OP_N, cb.UNIT, n, n, one, pl + i * step, n,
-                    px + i * step, n)
+            _solve_right_lower_unit(ctx, t, n, pl + i * step, px + i * step, isz, solve)
     return permute_columns(X, pivots), info

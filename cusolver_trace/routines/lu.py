@@ -272,8 +272,8 @@ def _inv_torch_cpu(a):
     return x.numpy(), info.numpy()
 
 
-def _getri_row(name, summary, getrf_api, trtri, mirrors):
-    return Impl(name, summary, _fast_call("getri", getrf_api=getrf_api, trtri=trtri),
+def _getri_row(name, summary, getrf_api, trtri, solve, mirrors):
+    return Impl(name, summary, _fast_call("getri", getrf_api=getrf_api, trtri=trtri, solve=solve),
                 _inv_cpu_getri, "getri", mirrors, "LAPACK {t}getrf + {t}getri")
 
 
@@ -297,14 +297,15 @@ INV = Table("inv", {
                           "LAPACK {t}getrf + {t}getri"),
     "getri": _getri_row("getri", "getri's algorithm: cusolverDn<t>getrf, U⁻¹ by "
                         "cusolverDnXtrtri, X·L = U⁻¹ by one right-side cublas<t>trsm, the "
-                        "pivots' column interchanges", "legacy", "xtrtri",
+                        "pivots' column interchanges", "legacy", "xtrtri", "trsm",
                         "cusolverDn{T}getrf + cusolverDnXtrtri + cublas{T}trsm"),
-    "getri_rec": _getri_row("getri_rec", "getri with U⁻¹ by the recursive trtri plan (trsm on "
-                            "diagonal blocks, trmm / GEMM elsewhere)", "legacy", "rec",
-                            "cusolverDn{T}getrf + recursive trtri (cublas{T}trsm, cublas{T}trmm) "
-                            "+ cublas{T}trsm"),
+    "getri_rec": _getri_row("getri_rec", "getri, GEMM-rich: U⁻¹ by the recursive trtri plan "
+                            "(trsm on diagonal blocks, trmm elsewhere), X·L = U⁻¹ by getri's "
+                            "blocked loop (GEMM, trsm on diagonal blocks)", "legacy", "rec",
+                            "blocked", "cusolverDn{T}getrf + recursive trtri + blocked "
+                            "cublas{T}gemm / cublas{T}trsm"),
     "getri_X": _getri_row("getri_X", "getri with cusolverDnXgetrf (64-bit API) for the "
-                          "factorization", "X", "xtrtri",
+                          "factorization", "X", "xtrtri", "trsm",
                           "cusolverDnXgetrf + cusolverDnXtrtri + cublas{T}trsm"),
     "torch": Impl("torch", "torch.linalg.inv_ex itself", _inv_torch_cuda, _inv_torch_cpu,
                   "inverse_getrs", "torch.linalg.inv_ex", "torch.linalg.inv_ex"),
@@ -716,9 +717,9 @@ def inv(A, *, check: bool = True, method: str = "auto"):
         * ``"getri"`` / ``"getri_rec"`` / ``"getri_X"`` — LAPACK ``?getri``'s algorithm for
           large matrices: getrf (``cusolverDn<t>getrf``; ``getri_X``:
           ``cusolverDnXgetrf``), U⁻¹ (``cusolverDnXtrtri``; ``getri_rec``: the recursive
-          GEMM-rich trtri plan), X·L = U⁻¹ by one right-side ``cublas<t>trsm``, then the
-          pivots' column interchanges: 4n³/3 flops after getrf, against 2n³ for the solve on
-          the identity;
+          GEMM-rich trtri plan), X·L = U⁻¹ (one right-side ``cublas<t>trsm``; ``getri_rec``:
+          getri's blocked loop, GEMM and small trsm), then the pivots' column interchanges:
+          4n³/3 flops after getrf, against 2n³ for the solve on the identity;
         * ``"torch"`` — ``torch.linalg.inv_ex``;
         * ``"auto"`` — on CUDA (not yet measured): ``matinv_batched`` for batches of
           n <= 32, ``getri_batched`` for batches of n <= 128, ``getri`` for one matrix of

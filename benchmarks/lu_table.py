@@ -107,8 +107,9 @@ class Peers:
 
         out["cusolver_trace"] = cusolver_trace.__version__
         try:
-            out["git"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                        text=True, cwd=os.path.dirname(__file__)).stdout.strip()
+            out["git"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True,
+                                        cwd=os.path.dirname(__file__)).stdout.strip()
         except OSError:
             out["git"] = None
         if not DRY:

@@ -64,7 +64,7 @@ def test_torch_in_torch_out_and_cupy_kind_untouched():
     assert torch.equal(X, torch.tensor([[-0.5, 0.5], [2.0, -1.0]], dtype=torch.float64))
 
 
-# --------------------------------------------------------------------------- every method, every dtype
+# --------------------------------------------------------------------------- every method and dtype
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_every_method_passes_lapacks_ratios(dtype, kind):

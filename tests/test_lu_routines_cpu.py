@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import cusolver_trace as ct
 from cusolver_trace import checks, ops, routines, sweep
 from cusolver_trace.errors import NonFiniteError, SingularMatrixError
-from cusolver_trace.routines import lu as rlu
+from cusolver_trace.routines import _lu_check as rlu_check
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 
@@ -177,15 +177,15 @@ def test_the_check_reads_device_style_tensors():
     info = torch.tensor([0, 0, 2], dtype=torch.int32)
     x = torch.ones(3, 4, 4)
     with pytest.raises(SingularMatrixError, match="Batch element 2"):
-        rlu._check("r", info, x, (3,), "what")
+        rlu_check.check_lu("r", info, x, (3,), "what")
     x[1, 0, 0] = float("inf")
     with pytest.raises(NonFiniteError, match="Batch element 1.*what"):
-        rlu._check("r", torch.zeros(3, dtype=torch.int32), x, (3,), "what")
-    rlu._check("r", torch.zeros(3, dtype=torch.int32), torch.ones(3, 4, 4), (3,), "what")
+        rlu_check.check_lu("r", torch.zeros(3, dtype=torch.int32), x, (3,), "what")
+    rlu_check.check_lu("r", torch.zeros(3, dtype=torch.int32), torch.ones(3, 4, 4), (3,), "what")
     with pytest.raises(NonFiniteError):   # `also`: A holds what the result cannot show
         a = torch.ones(3, 4, 4)
         a[2, 1, 1] = float("nan")
-        rlu._check("r", torch.zeros(3, dtype=torch.int32), torch.ones(3, 4, 4), (3,), "w",
+        rlu_check.check_lu("r", torch.zeros(3, dtype=torch.int32), torch.ones(3, 4, 4), (3,), "w",
                    also=a)
 
 

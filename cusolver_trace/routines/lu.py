@@ -30,9 +30,10 @@ import math
 
 import numpy as np
 
-from .._arrays import Operand, as_numpy, flag, operand, require_square, same_backend, wrap
+from .._arrays import as_numpy, flag, operand, same_backend, wrap
 from ..backends import cpu as _cpu
-from ..errors import NonFiniteError, SingularMatrixError
+from ._lu_check import (batch_shape_of, check_lu, empty_pivots, pivots_operand, plain, rhs_fits,
+                        square)
 from ._table import AutoRule, Impl, Table, device_of, empty_result, raise_for_info
 from .cholesky import broadcast
 
@@ -323,109 +324,6 @@ INV = Table("inv", {
 """The methods of :func:`inv` (flops: the work after getrf); ``auto`` as the module says."""
 
 
-# --------------------------------------------------------------------------- validation, check
-def _square(A, name: str):
-    a = operand(A, name)
-    return a, require_square(a, name)
-
-
-def _batch_shape(*ops: Operand, names=("A", "B")) -> tuple:
-    try:
-        return tuple(np.broadcast_shapes(*(o.batch_shape for o in ops)))
-    except ValueError:
-        raise ValueError(f"batch shapes of {names[0]} {ops[0].shape} and {names[1]} "
-                         f"{ops[1].shape} do not broadcast") from None
-
-
-def _rhs_fits(b: Operand, n: int, left: bool, what: str) -> int:
-    """B's order along A's side (n) is checked; returns nrhs."""
-    rows, cols = b.shape[-2:]
-    if (rows if left else cols) != n:
-        want = f"(..., {n}, nrhs)" if left else f"(..., nrhs, {n})"
-        raise ValueError(f"B must have shape {want} to match {what} of order {n} (left={left}), "
-                         f"got {b.shape}")
-    return cols if left else rows
-
-
-def _pivots(P, lu: Operand, n: int):
-    """The pivots as a torch int32 tensor on LU's device (GPU) or a NumPy int array (CPU),
-    checked: integers, LU's batch shape plus n, on LU's device; on the CPU each in 1..n (on
-    the GPU their values are not read before the library reads them)."""
-    import torch
-
-    if isinstance(P, torch.Tensor):
-        p = P.detach()
-    elif type(P).__module__.startswith("cupy") and hasattr(P, "__dlpack__"):
-        p = torch.from_dlpack(P)
-    elif isinstance(P, (np.ndarray, list, tuple)):
-        p = np.asarray(P)
-    else:
-        raise TypeError(f"pivots: expected a torch.Tensor, cupy.ndarray or numpy.ndarray, got "
-                        f"{type(P).__name__}")
-    if tuple(p.shape) != tuple(lu.batch_shape) + (n,):
-        raise ValueError(f"pivots must have shape {tuple(lu.batch_shape) + (n,)} (LU's batch "
-                         f"shape and n), got {tuple(p.shape)}")
-    integer = (p.dtype.kind in "iu" if isinstance(p, np.ndarray)
-               else not (p.is_floating_point() or p.is_complex() or p.dtype == torch.bool))
-    if not integer:
-        raise TypeError(f"pivots must be integers (getrf's 1-based pivots), got {p.dtype}")
-    on_gpu = isinstance(p, torch.Tensor) and p.is_cuda
-    if on_gpu != lu.on_gpu or (on_gpu and p.device != lu.data.device):
-        where = str(p.device) if isinstance(p, torch.Tensor) else "cpu"
-        raise ValueError(f"pivots are on {where} but LU is on "
-                         f"{lu.data.device if lu.on_gpu else 'cpu'}: move both to one device")
-    if on_gpu:
-        return p if p.dtype == torch.int32 else p.to(torch.int32)
-    p = p.numpy() if isinstance(p, torch.Tensor) else p
-    if p.size and (p.min() < 1 or p.max() > n):
-        raise ValueError(f"pivots must lie in 1..{n}, got values from {p.min()} to {p.max()}")
-    return p
-
-
-def _check(routine: str, info, x, batch_shape, what: str, also=None) -> None:
-    """The one check: getrf's ``info`` first (:class:`SingularMatrixError`, naming the
-    column and the batch element), then NaN / Inf in ``x`` (or in ``also``: A, where the
-    result cannot show them) as :class:`NonFiniteError`. One transfer to the host.
-
-    On a device the non-finite test is maxᵢⱼ |xᵢⱼ| per matrix (``abs``, ``amax``: NaN and Inf
-    propagate, no overflow), sent with ``info`` in one float vector: four launches and one
-    copy, however large the batch."""
-    batch = math.prod(batch_shape)
-    if isinstance(x, np.ndarray):
-        bad = ~np.isfinite(x).reshape(batch, -1).all(axis=1)
-        if also is not None:
-            bad |= ~np.isfinite(also).reshape(batch, -1).all(axis=1)
-        flat_info = np.asarray(info).reshape(-1)
-    else:
-        import torch
-
-        mx = x.abs().amax(dim=(-2, -1))
-        if also is not None:
-            mx = torch.maximum(mx, also.abs().amax(dim=(-2, -1)))
-        both = torch.cat((info.reshape(-1).to(device=mx.device, dtype=mx.dtype),
-                          mx.reshape(-1))).cpu().numpy()
-        flat_info, bad = both[:batch].astype(np.int64), ~np.isfinite(both[batch:])
-    raise_for_info(routine, flat_info.reshape(batch_shape), batch_shape, SingularMatrixError)
-    hit = np.flatnonzero(bad)
-    if hit.size:
-        i = int(hit[0])
-        raise NonFiniteError(routine, what, i if batch_shape else None, tuple(batch_shape))
-
-
-def _plain(x):
-    """A torch result with its conjugate bit resolved (a solve from the right returns Xᴴ's
-    memory read as X); NumPy arrays as they are."""
-    return x.resolve_conj() if hasattr(x, "resolve_conj") else x
-
-
-def _empty_pivots(like: Operand, shape):
-    if like.kind == "numpy":
-        return np.zeros(shape, np.int32)
-    import torch
-
-    return wrap(torch.zeros(shape, dtype=torch.int32, device=like.data.device), like)
-
-
 # --------------------------------------------------------------------------- the routines
 def getrf(A, *, pivot: bool = True, check: bool = True, method: str = "auto"):
     """LU factorization with partial pivoting, A = P·L·U, like LAPACK / cuSOLVER ``?getrf``.
@@ -486,7 +384,7 @@ def getrf(A, *, pivot: bool = True, check: bool = True, method: str = "auto"):
     >>> piv, int(info)
     (array([2, 2], dtype=int32), 0)
     """
-    a, n = _square(A, "A")
+    a, n = square(A, "A")
     pivot, check = flag(pivot, "pivot"), flag(check, "check")
     batch_shape = a.batch_shape
     used = GETRF.resolve(method, n, math.prod(batch_shape), a.dtype.name, device_of(a))
@@ -495,13 +393,13 @@ def getrf(A, *, pivot: bool = True, check: bool = True, method: str = "auto"):
                          "CPU linalg.lu_factor refuses it too)")
     if n == 0 or math.prod(batch_shape) == 0:
         LU, info = empty_result(a, a.shape, batch_shape)
-        return LU, _empty_pivots(a, batch_shape + (n,)), info
+        return LU, empty_pivots(a, batch_shape + (n,)), info
     row = GETRF.rows[used]
     data = a.data if a.on_gpu else as_numpy(a)
     LU, piv, info = (row.cuda if a.on_gpu else row.cpu)(data, pivot)
     info = info.reshape(batch_shape)
     if check:
-        _check(row.routine_name(a.dtype.name, a.on_gpu), info, LU, batch_shape,
+        check_lu(row.routine_name(a.dtype.name, a.on_gpu), info, LU, batch_shape,
                "the LU factors have non-finite entries (NaN / Inf in A)",
                also=None if pivot else data)
     return wrap(LU, a), wrap(piv, a), wrap(info, a)
@@ -510,12 +408,12 @@ def getrf(A, *, pivot: bool = True, check: bool = True, method: str = "auto"):
 def _lu_solve(table: Table, LU, pivots, B, left: bool, adjoint: bool, method: str):
     """getrs / lu_solve: validate → resolve → run (no check of its own: getrs reports illegal
     arguments only, which the libraries also return as a status)."""
-    c, n = _square(LU, "LU")
+    c, n = square(LU, "LU")
     b = operand(B, "B")
     same_backend(c, b, ("LU", "B"))
-    nrhs = _rhs_fits(b, n, left, "LU")
-    piv = _pivots(pivots, c, n)
-    batch_shape = _batch_shape(c, b, names=("LU", "B"))
+    nrhs = rhs_fits(b, n, left, "LU")
+    piv = pivots_operand(pivots, c, n)
+    batch_shape = batch_shape_of(c, b, names=("LU", "B"))
     used = table.resolve(method, n, math.prod(batch_shape), c.dtype.name, device_of(c))
     out_shape = tuple(batch_shape) + b.shape[-2:]
     if n == 0 or nrhs == 0 or 0 in batch_shape:
@@ -527,7 +425,7 @@ def _lu_solve(table: Table, LU, pivots, B, left: bool, adjoint: bool, method: st
         x, info = row.cpu(as_numpy(c), piv, as_numpy(b), adjoint, left)
     if info is not None and not getattr(info, "is_cuda", False):  # host info: free to read
         raise_for_info(row.routine_name(c.dtype.name, c.on_gpu), info, ())
-    return wrap(_plain(x), b)
+    return wrap(plain(x), b)
 
 
 def getrs(LU, pivots, B, *, adjoint: bool = False, method: str = "auto"):
@@ -673,12 +571,12 @@ def solve(A, B, *, left: bool = True, check: bool = True, method: str = "auto"):
     >>> ct.solve(A, np.array([[7.0, 10.0]]), left=False)
     array([[1., 2.]])
     """
-    a, n = _square(A, "A")
+    a, n = square(A, "A")
     b = operand(B, "B")
     same_backend(a, b, ("A", "B"))
     left, check = flag(left, "left"), flag(check, "check")
-    nrhs = _rhs_fits(b, n, left, "A")
-    batch_shape = _batch_shape(a, b)
+    nrhs = rhs_fits(b, n, left, "A")
+    batch_shape = batch_shape_of(a, b)
     used = SOLVE.resolve(method, n, math.prod(batch_shape), a.dtype.name, device_of(a))
     out_shape = tuple(batch_shape) + b.shape[-2:]
     if n == 0 or nrhs == 0 or 0 in batch_shape:
@@ -686,9 +584,9 @@ def solve(A, B, *, left: bool = True, check: bool = True, method: str = "auto"):
     row = SOLVE.rows[used]
     aa, bb = broadcast(a, batch_shape), broadcast(b, batch_shape)
     x, info = (row.cuda if a.on_gpu else row.cpu)(aa, bb, left)
-    x = _plain(x)
+    x = plain(x)
     if check:
-        _check(row.routine_name(a.dtype.name, a.on_gpu), info.reshape(batch_shape), x,
+        check_lu(row.routine_name(a.dtype.name, a.on_gpu), info.reshape(batch_shape), x,
                batch_shape, "the solution has non-finite entries (NaN / Inf in A or B, or "
                "overflow)")
     return wrap(x, b)
@@ -755,7 +653,7 @@ def inv(A, *, check: bool = True, method: str = "auto"):
     >>> np.allclose(ct.inv(A, method="getri"), [[0.6, -0.7], [-0.2, 0.4]])
     True
     """
-    a, n = _square(A, "A")
+    a, n = square(A, "A")
     check = flag(check, "check")
     batch_shape = a.batch_shape
     used = INV.resolve(method, n, math.prod(batch_shape), a.dtype.name, device_of(a))
@@ -767,7 +665,7 @@ def inv(A, *, check: bool = True, method: str = "auto"):
     row = INV.rows[used]
     x, info = row.cuda(a.data) if a.on_gpu else row.cpu(as_numpy(a))
     if check:
-        _check(row.routine_name(a.dtype.name, a.on_gpu), info.reshape(batch_shape), x,
+        check_lu(row.routine_name(a.dtype.name, a.on_gpu), info.reshape(batch_shape), x,
                batch_shape, "the inverse has non-finite entries (NaN / Inf in A, or overflow)")
     return wrap(x, a)
 

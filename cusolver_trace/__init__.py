@@ -35,6 +35,8 @@ __all__ = list(_PUBLIC := {
     "cholesky_inverse": "routines", "inverse_method": "routines",
     "INVERSE_METHODS": "routines", "spd_inverse": "routines",
     "spd_inverse_method": "routines", "SPD_INVERSE_METHODS": "routines",
+    "getrf": "routines", "getrs": "routines", "lu_solve": "routines", "solve": "routines",
+    "inv": "routines",
     "compare": "compare", "with_gpu_busy": "compare", "Comparison": "compare",
     "replay": "replay", "torch_path": "replay", "versions": "versions",
     "trace": "tracing", "Trace": "tracing",

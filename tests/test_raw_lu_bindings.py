@@ -8,7 +8,10 @@ by a function with the binding's own parameter list, copied from its source:
   trans, n, nrhs, A, lda, devIpiv, B, ldb, devInfo)``;
 * CuPy 14.2.0 ``cupy_backends/cuda/libs/cublas.pyx``: ``<t>getrfBatched(handle, n, Aarray,
   lda, PivotArray, infoArray, batchSize)``, ``<t>getrsBatched(handle, trans, n, nrhs, Aarray,
-  lda, devIpiv, Barray, ldb, info, batchSize)``;
+  lda, devIpiv, Barray, ldb, info, batchSize)``, ``<t>getriBatched(handle, n, Aarray, lda,
+  PivotArray, Carray, ldc, infoArray, batchSize)``;
+* nvmath-python ``nvmath/bindings/cublas.pyx``: ``<t>matinv_batched(handle, n, a, lda, ainv,
+  lda_inv, info, batch_size)`` (CuPy 14 does not bind matinvBatched);
 * nvmath-python 1.0.0 ``nvmath/bindings/cusolverDn.pxd``: ``xgetrf_buffer_size(handle,
   params, m, n, data_type_a, a, lda, compute_type)``, ``xgetrf(handle, params, m, n,
   data_type_a, a, lda, ipiv, compute_type, buffer_on_device, workspace_in_bytes_on_device,
@@ -37,7 +40,9 @@ CUPY_CUSOLVER = {
 CUPY_CUBLAS = {
     "getrfBatched": "handle n Aarray lda PivotArray infoArray batchSize",
     "getrsBatched": "handle trans n nrhs Aarray lda devIpiv Barray ldb info batchSize",
+    "getriBatched": "handle n Aarray lda PivotArray Carray ldc infoArray batchSize",
 }
+NVMATH_CUBLAS = {"matinv_batched": "handle n a lda ainv lda_inv info batch_size"}
 NVMATH = {
     "xgetrf_buffer_size": "handle params m n data_type_a a lda compute_type",
     "xgetrf": "handle params m n data_type_a a lda ipiv compute_type buffer_on_device "
@@ -149,3 +154,26 @@ def test_a_status_names_the_routine(monkeypatch):
         rcb.getrfBatched("d", *range(7))
     with pytest.raises(CuSolverStatusError, match="cusolverDnXgetrf"):
         rcs.Xgetrf(*range(14))
+
+
+def test_nvmath_matinv_batched(monkeypatch):
+    fake = Binding(NVMATH_CUBLAS)
+    monkeypatch.setattr(_load, "nvmath_cublas", lambda: fake)
+    args = _distinct_args(rcb.matinvBatched)
+    rcb.matinvBatched("d", **args)
+    ((full, got),) = fake.seen
+    assert full == "dmatinv_batched"
+    names = {"A": "a", "Ainv": "ainv", "batchSize": "batch_size"}
+    assert got == {names.get(k, k): v for k, v in args.items()}
+    rcb.ZmatinvBatched(**args)
+    assert fake.seen[-1][0] == "zmatinv_batched"
+
+
+def test_inverse_bindings_name_the_routine(monkeypatch):
+    monkeypatch.setattr(_load, "cupy_cublas", lambda: Binding(CUPY_CUBLAS, fail=_StatusError(7)))
+    monkeypatch.setattr(_load, "nvmath_cublas",
+                        lambda: Binding(NVMATH_CUBLAS, fail=_StatusError(7)))
+    with pytest.raises(CuBlasStatusError, match="cublasSgetriBatched"):
+        rcb.getriBatched("s", *range(9))
+    with pytest.raises(CuBlasStatusError, match="cublasCmatinvBatched.*INVALID_VALUE"):
+        rcb.matinvBatched("c", *range(8))

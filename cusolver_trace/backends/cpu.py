@@ -293,3 +293,47 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, adjoint: bool = False)
         return info
 
     return x, _loop(tuple(bshape), body, n * n * max(k, 1))
+
+
+def getri(lu: np.ndarray, piv: np.ndarray):
+    """``?getri`` per matrix: A⁻¹ from ``A = P L U`` (U⁻¹, then X·L = U⁻¹, then the column
+    interchanges of the pivots in reverse order).
+
+    Parameters
+    ----------
+    lu : numpy.ndarray (..., n, n)
+        :func:`getrf`'s factors; never written (the wrapper works on a copy).
+    piv : numpy.ndarray int (..., n)
+        1-based pivots, ``lu``'s batch shape.
+
+    Returns
+    -------
+    x : numpy.ndarray (..., n, n)
+        A⁻¹; where U(k, k) = 0 LAPACK stops, and what it leaves there is not an inverse.
+    info : numpy.ndarray int32, the batch shape
+        0, or k > 0 when U(k, k) is exactly zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lu, piv, _ = getrf(np.array([[4.0, 7.0], [2.0, 6.0]]))
+    >>> x, info = getri(lu, piv)
+    >>> np.allclose(x, [[0.6, -0.7], [-0.2, 0.4]]), int(info)
+    (True, 0)
+    """
+    *bshape, n, _ = lu.shape
+    fn, x = _fn(lu.dtype, "getri"), np.empty(lu.shape, dtype=lu.dtype)
+    if n == 0:
+        return x, np.zeros(tuple(bshape), dtype=np.int32)
+
+    def body(i):
+        x[i], info = fn(lu[i], piv[i] - 1, overwrite_lu=0)
+        return info
+
+    return x, _loop(tuple(bshape), body, n ** 3)
+
+
+def getrs_identity(lu: np.ndarray, piv: np.ndarray):
+    """A⁻¹ by ``?getrs`` on the identity per matrix (torch's CPU ``linalg.inv``)."""
+    n = lu.shape[-1]
+    return getrs(lu, piv, np.broadcast_to(np.eye(n, dtype=lu.dtype), lu.shape))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ._model import UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, OpError, When, bool_option
+from ._model import (UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, Method, OpError, When,
+                     bool_option)
 
 PIVOT = bool_option("pivot", True, "--pivot", ("true", "yes"), ("false", "no"),
                     {True: "piv", False: "nopiv"},
@@ -331,3 +332,44 @@ def factor_of(A, version) -> tuple:
     for a contiguous float64 A (tests/data/…/lu-eigh, ``linalg.solve`` n = 33, 64): what
     runs is followed. Returns ``(matrix to factor, adjoint of the solve)``."""
     return A, False
+
+
+# --------------------------------------------------------------------------- sweep methods
+def routine_methods(routine: str, call, *, checkable: bool = True) -> tuple:
+    """The sweep methods running the public array routine ``routine`` (``"getrf"``,
+    ``"lu_solve"``, ``"solve"``, ``"inv"``: :mod:`cusolver_trace.routines.lu`) through each
+    row of its implementation table but ``torch`` (the op's own ``torch`` method is that
+    call), and ``auto``.
+
+    Parameters
+    ----------
+    routine : str
+        The routine, and the name of its table in :func:`cusolver_trace.routines.lu_method`.
+    call : callable
+        ``(inputs, opts, method, check) -> result`` in the op's result form (what its check
+        reads), through the routine with ``method=`` and, for ``checkable`` routines,
+        ``check=``.
+    checkable : bool
+        The routine takes ``check`` (getrs / lu_solve do not).
+    """
+    from .. import routines
+
+    table = {"getrf": routines.GETRF, "lu_solve": routines.LU_SOLVE, "solve": routines.SOLVE,
+             "inv": routines.INV}[routine]
+
+    def method(name: str) -> Method:
+        def make(op, inputs, opts, check):
+            return lambda: call(inputs, opts, name, check)
+
+        def resolve(inputs):
+            x = inputs.x
+            return routines.lu_method(routine, name, inputs.n, inputs.batch, x.dtype,
+                                      x.device.type)
+
+        def flops(inputs, on_gpu):
+            return table.row(resolve(inputs)).flops_name(on_gpu)
+
+        return Method(name, make, gpu_only=name != "auto" and table.row(name).gpu_only,
+                      checkable=checkable, flop_count=flops, resolve=resolve)
+
+    return tuple(method(name) for name in table.names if name != "torch")

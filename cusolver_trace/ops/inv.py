@@ -6,7 +6,9 @@ torch solves A·X = I (``linalg.solve_ex`` with B the identity, so k = n): getrf
 default preference (:func:`cusolver_trace.ops._lu.solve_kind`). ``linalg.inv_ex`` returns
 getrf's ``info``. CPU: LAPACK ``?getrf`` + ``?getrs`` on the identity. Checked with LAPACK's
 ``?get03``; LAWN 41 count getrf + getrs with nrhs = n, and ``getri`` quoted as the least
-work that yields A⁻¹ from the factorization.
+work that yields A⁻¹ from the factorization. The sweep methods beside torch and the replay
+are the rows of :data:`cusolver_trace.routines.INV` (but ``torch``) and ``auto``, each through
+:func:`cusolver_trace.routines.inv` with its checks.
 """
 from __future__ import annotations
 
@@ -57,6 +59,13 @@ def lapack_getrs_identity(inputs, opts):
     return x, info
 
 
+def _routine(inputs, opts, method, check):
+    """``routines.inv`` with ``method`` and ``check``."""
+    from .. import routines
+
+    return routines.inv(inputs.x, check=check, method=method)
+
+
 def _get03(inputs, X, opts):
     from .. import checks
 
@@ -86,6 +95,7 @@ OP = register(Op(
     fails_on_info=True,
     failure_text=fam.failure_text,
     nonfinite_note=fam.NONFINITE_NOTE,
-    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY)},
-    default_methods={"cuda": ("torch", "replay"), "cpu": ("torch", "replay")},
+    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY,
+                                 *fam.routine_methods("inv", _routine))},
+    default_methods={"cuda": ("torch", "replay", "auto"), "cpu": ("torch", "replay", "auto")},
 ))

@@ -7,7 +7,9 @@ n² passes a threshold of batch and dtype), MAGMA otherwise and under the magma 
 (:func:`cusolver_trace.ops._lu.factor_kind`). ``pivot=False``: ipiv NULL, and after
 cuSOLVER torch replaces NaN by 0 in LU; pivots are ``1 … n`` (CUDA only: torch's CPU LU
 always pivots). CPU: LAPACK ``?getrf`` per matrix. Checked with LAPACK's ``?get01``;
-LAWN 41 count ``getrf``.
+LAWN 41 count ``getrf``. The sweep methods beside torch and the replay are the rows of
+:data:`cusolver_trace.routines.GETRF` (but ``torch``) and ``auto``, each through
+:func:`cusolver_trace.routines.getrf` with its checks.
 """
 from __future__ import annotations
 
@@ -69,6 +71,14 @@ def _kinds(p):
     return (fam.factor_kind(p),)
 
 
+def _routine(inputs, opts, method, check):
+    """``routines.getrf`` with ``method``: ``(LU, pivots)``."""
+    from .. import routines
+
+    LU, pivots, _ = routines.getrf(inputs.x, pivot=opts.pivot, check=check, method=method)
+    return LU, pivots
+
+
 OP = register(Op(
     name="lu_factor",
     summary="torch.linalg.lu_factor: A -> LU, pivots (cusolverDn<t>getrf / cublas getrfBatched "
@@ -92,6 +102,7 @@ OP = register(Op(
     failure_text=fam.failure_text,
     near_failure=fam.near_failure,
     nonfinite_note=fam.NONFINITE_NOTE,
-    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY)},
-    default_methods={"cuda": ("torch", "replay"), "cpu": ("torch", "replay")},
+    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY,
+                                 *fam.routine_methods("getrf", _routine))},
+    default_methods={"cuda": ("torch", "replay", "auto"), "cpu": ("torch", "replay", "auto")},
 ))

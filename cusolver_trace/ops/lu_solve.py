@@ -7,7 +7,9 @@ n >= 64, else ``trsmBatched``); the cusolver preference: the loop for b <= 2 and
 else getrsBatched; torch 2.11 runs MAGMA under the magma preference and for n <= 8 with
 256 <= k <= 1024 (:func:`cusolver_trace.ops._lu.solve_kind`). A solve from the right
 (``left=False``, X·op(A) = B) is solved as op(A)ᴴ·Xᴴ = Bᴴ. CPU: LAPACK ``?getrs`` per
-matrix. Checked with LAPACK's ``?get02``; LAWN 41 count ``getrs``.
+matrix. Checked with LAPACK's ``?get02``; LAWN 41 count ``getrs``. The sweep methods beside
+torch and the replay are the rows of :data:`cusolver_trace.routines.LU_SOLVE` (but ``torch``)
+and ``auto``, each through :func:`cusolver_trace.routines.lu_solve` (which has no check).
 """
 from __future__ import annotations
 
@@ -50,6 +52,14 @@ def lapack_getrs(inputs, opts):
     return np.conj(np.swapaxes(x, -1, -2)), info
 
 
+def _routine(inputs, opts, method, check):
+    """``routines.lu_solve`` with ``method`` (it has no check of its own)."""
+    from .. import routines
+
+    return routines.lu_solve(inputs.x, inputs.pivots, inputs.B, left=opts.left,
+                             adjoint=opts.adjoint, method=method)
+
+
 def _get02(inputs, X, opts):
     return fam.get02_sided(inputs.A, X, inputs.B, opts.left, opts.adjoint)
 
@@ -75,6 +85,7 @@ OP = register(Op(
     flop_count=lambda inputs, on_gpu: "getrs",
     failure_text=fam.failure_text,
     nonfinite_note=fam.NONFINITE_NOTE,
-    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY)},
-    default_methods={"cuda": ("torch", "replay"), "cpu": ("torch", "replay")},
+    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY,
+                                 *fam.routine_methods("lu_solve", _routine, checkable=False))},
+    default_methods={"cuda": ("torch", "replay", "auto"), "cpu": ("torch", "replay", "auto")},
 ))

@@ -5,7 +5,9 @@ and solves from the factorization (``linalg.lu_solve``'s:
 :func:`cusolver_trace.ops._lu.solve_kind`), both on the GPU; the replay makes the same two
 decisions and the same calls. ``linalg.solve_ex`` returns getrf's ``info`` (a singular A:
 U[k, k] = 0 exactly). CPU: LAPACK ``?getrf`` + ``?getrs``. Checked with LAPACK's
-``?get02``; LAWN 41 count getrf + getrs.
+``?get02``; LAWN 41 count getrf + getrs. The sweep methods beside torch and the replay are
+the rows of :data:`cusolver_trace.routines.SOLVE` (but ``torch``) and ``auto``, each through
+:func:`cusolver_trace.routines.solve` with its checks.
 """
 from __future__ import annotations
 
@@ -52,6 +54,13 @@ def lapack_gesv(inputs, opts):
     return np.conj(np.swapaxes(x, -1, -2)), info
 
 
+def _routine(inputs, opts, method, check):
+    """``routines.solve`` with ``method`` and ``check``."""
+    from .. import routines
+
+    return routines.solve(inputs.x, inputs.B, left=opts.left, check=check, method=method)
+
+
 def _get02(inputs, X, opts):
     return fam.get02_sided(inputs.A, X, inputs.B, opts.left, False)
 
@@ -80,6 +89,7 @@ OP = register(Op(
     fails_on_info=True,
     failure_text=fam.failure_text,
     nonfinite_note=fam.NONFINITE_NOTE,
-    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY)},
-    default_methods={"cuda": ("torch", "replay"), "cpu": ("torch", "replay")},
+    methods={m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY,
+                                 *fam.routine_methods("solve", _routine))},
+    default_methods={"cuda": ("torch", "replay", "auto"), "cpu": ("torch", "replay", "auto")},
 ))

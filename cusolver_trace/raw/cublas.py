@@ -1,10 +1,10 @@
 """Raw cuBLAS calls, 1:1 with the C API (type letter ``t`` first, as in :mod:`.cusolver`).
 
-``trsm``, ``trsmBatched``, ``gemm``, ``getrfBatched`` and ``getrsBatched`` go through
-``cupy.cuda.cublas`` (which
+``trsm``, ``trsmBatched``, ``gemm``, ``getrfBatched``, ``getrsBatched`` and ``getriBatched`` go
+through ``cupy.cuda.cublas`` (which
 sets the handle's stream to CuPy's current stream on each call); the 64-bit
-``trsm_64`` / ``gemm_64``, ``syrk``/``herk`` and ``trmm`` go through
-``nvmath.bindings.cublas``. ``alpha`` / ``beta`` are *pointers* (host
+``trsm_64`` / ``gemm_64``, ``syrk``/``herk``, ``trmm`` and ``matinvBatched`` (which CuPy does not
+bind) go through ``nvmath.bindings.cublas``. ``alpha`` / ``beta`` are *pointers* (host
 pointers in the default ``CUBLAS_POINTER_MODE_HOST``), exactly as in C; use
 :func:`scalar` to make one. Non-success ``cublasStatus_t`` raises
 :class:`~cusolver_trace.errors.CuBlasStatusError`.
@@ -116,12 +116,36 @@ def getrsBatched(t, handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, i
           ldb, info, batchSize)
 
 
+def getriBatched(t, handle, n, Aarray, lda, PivotArray, Carray, ldc, infoArray,
+                 batchSize) -> None:
+    """``cublas<t>getriBatched``: C_i = A_i⁻¹ from getrfBatched's LU factors and pivots, out of
+    place (``Carray``'s matrices must not overlap ``Aarray``'s); ``PivotArray`` as getrfBatched
+    wrote it (0 = NULL: the factors were made without pivoting); ``infoArray`` one device int32
+    per matrix (k > 0: U(k, k) is exactly zero, the inversion failed). Through CuPy
+    (``cupy_backends/cuda/libs/cublas.pyx``: ``<t>getriBatched(handle, n, Aarray, lda,
+    PivotArray, Carray, ldc, infoArray, batchSize)``)."""
+    fn = getattr(_load.cupy_cublas(), f"{t}getriBatched")
+    _blas(_name(t, "getriBatched", ""), fn, handle, n, Aarray, lda, PivotArray, Carray, ldc,
+          infoArray, batchSize)
+
+
+def matinvBatched(t, handle, n, A, lda, Ainv, lda_inv, info, batchSize) -> None:
+    """``cublas<t>matinvBatched``: Ainv_i = A_i⁻¹ for n <= 32 (cuBLAS returns
+    ``CUBLAS_STATUS_INVALID_VALUE`` for larger n), getrfBatched + getriBatched in one call, out
+    of place; ``A`` / ``Ainv`` device arrays of device pointers; ``info`` one device int32 per
+    matrix, as getrfBatched's (k > 0: U(k, k) is exactly zero). Through nvmath-python
+    (``nvmath/bindings/cublas.pyx``: ``<t>matinv_batched(handle, n, a, lda, ainv, lda_inv, info,
+    batch_size)``); CuPy 14 does not bind it."""
+    fn = getattr(_load.nvmath_cublas(), f"{t}matinv_batched")
+    _blas(_name(t, "matinvBatched", ""), fn, handle, n, A, lda, Ainv, lda_inv, info, batchSize)
+
+
 def _bind_typed_names():
     import functools
 
     g = globals()
     for base in ("trsm", "trsm_64", "trsmBatched", "gemm", "syrk", "trmm", "getrfBatched",
-                 "getrsBatched"):
+                 "getrsBatched", "getriBatched", "matinvBatched"):
         for t in "sdcz":
             f = functools.partial(g[base], t)
             f.__doc__ = f"``{_name(t, base, '')}`` — see :func:`{base}`."

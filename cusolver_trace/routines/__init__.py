@@ -15,14 +15,18 @@ count; ``"auto"`` a rule over the rows) → run → check.
 * Cholesky family (:mod:`.cholesky`, :mod:`.inverse`, :mod:`.spd`): :func:`potrf`,
   :func:`potrs`, :func:`potri`, :func:`trtri`, :func:`cholesky_inverse`,
   :func:`spd_inverse`.
+* LU family (:mod:`.lu`): :func:`getrf`, :func:`getrs`, :func:`lu_solve`, :func:`solve`,
+  :func:`inv`.
 
 ``info`` follows LAPACK / cuSOLVER: 0 = success, ``k > 0`` = the leading minor of
 order ``k`` is not positive definite (potrf) or diagonal element ``k`` of the
-factor is zero (potri, trtri), ``k < 0`` = argument ``-k`` was illegal.
+factor is zero (potri, trtri) or U(k, k) is exactly zero (getrf), ``k < 0`` = argument
+``-k`` was illegal.
 
 The one check policy: with ``check=True`` (the default) a routine raises a
 ``numpy.linalg.LinAlgError`` — :class:`~cusolver_trace.errors.NotPositiveDefiniteError`,
 :class:`~cusolver_trace.errors.SingularFactorError`,
+:class:`~cusolver_trace.errors.SingularMatrixError`,
 :class:`~cusolver_trace.errors.NonFiniteError` — for a failing ``info`` and for NaN / Inf
 in a factor or a result, naming the routine, the order or index and the batch element.
 Checks move O(batch) integers to the host with one synchronization per call, as torch's
@@ -32,6 +36,7 @@ from ._table import AutoRule, Impl, Table, default_device, raise_for_info
 from .cholesky import POTRF, POTRS, potrf, potrs, trtri
 from .inverse import (CHOLESKY_INVERSE, INVERSE_METHODS, METHOD_NAMES, cholesky_inverse,
                       inverse_method, potri, resolve_method)
+from .lu import GETRF, GETRS, INV, LU_SOLVE, SOLVE, getrf, getrs, inv, lu_method, lu_solve, solve
 from .spd import (SPD_INVERSE_METHODS, SPD_INVERSE_TABLE, resolve_spd_method, spd_inverse,
                   spd_inverse_method)
 
@@ -39,4 +44,5 @@ __all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_meth
            "default_device", "resolve_method", "raise_for_info", "Impl", "Table", "AutoRule",
            "POTRF", "POTRS", "CHOLESKY_INVERSE", "INVERSE_METHODS", "METHOD_NAMES",
            "spd_inverse", "spd_inverse_method", "resolve_spd_method", "SPD_INVERSE_TABLE",
-           "SPD_INVERSE_METHODS"]
+           "SPD_INVERSE_METHODS", "getrf", "getrs", "lu_solve", "solve", "inv", "lu_method",
+           "GETRF", "GETRS", "LU_SOLVE", "SOLVE", "INV"]

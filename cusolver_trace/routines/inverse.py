@@ -71,7 +71,7 @@ def _cu(name, *args, **kw):
 def _cu_plans(name, *args, **kw):
     """A method of the CUDA plan executor (:mod:`cusolver_trace.backends.cuda_plans`)."""
     def run(c, upper):
-        from .backends import cuda_plans
+        from ..backends import cuda_plans
 
         return getattr(cuda_plans, name)(c, upper, *args, **kw)
     return run

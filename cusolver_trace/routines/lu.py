@@ -220,11 +220,14 @@ SOLVE = Table("solve", {
                   "getrs", "torch.linalg.solve_ex", "torch.linalg.solve_ex"),
 }, auto={
     "cpu: LAPACK getrf + getrs": AutoRule("legacy", device="cpu"),
-    "batches of n <= 32 (not yet measured)": AutoRule("batched", device="cuda", batch_min=2,
-                                                      n_max=32),
+    "batches of 100+ float64 matrices, 96 <= n <= 128": AutoRule(
+        "batched", device="cuda", batch_min=100, n_min=96, n_max=128, dtypes=("float64",)),
     "otherwise: torch's own choice": AutoRule("torch"),
 })
-"""The methods of :func:`solve` (flops: the solve after getrf); ``auto`` as the module says."""
+"""The methods of :func:`solve` (flops: the solve after getrf). ``auto``: measured on an H200
+(torch 2.11.0+cu130, float64, checks on, ``benchmarks/lu_table.py``, 2026-12-03): ``batched``
+0.74 of torch's ``linalg.solve`` at 100 × 128, but 3.1 at 10000 × 8 and 1.8 at 1000 × 32 (the
+check's synchronization is most of a call there); elsewhere torch's path."""
 
 
 # --------------------------------------------------------------------------- inv
@@ -313,15 +316,21 @@ INV = Table("inv", {
 }, auto={
     "cpu: LAPACK getrf + getrs on the identity (torch's CPU path)": AutoRule("legacy",
                                                                              device="cpu"),
-    "batches of n <= 32: matinvBatched (not yet measured)": AutoRule(
-        "matinv_batched", device="cuda", batch_min=2, n_max=32),
-    "batches of n <= 128: getrfBatched + getriBatched (not yet measured)": AutoRule(
-        "getri_batched", device="cuda", batch_min=2, n_max=128),
-    "one matrix of n >= 4096: getri's algorithm (not yet measured)": AutoRule(
-        "getri", device="cuda", batch_max=1, n_min=4096),
+    "batches of 100+ float64 matrices, 24 <= n <= 32: matinvBatched": AutoRule(
+        "matinv_batched", device="cuda", batch_min=100, n_min=24, n_max=32,
+        dtypes=("float64",)),
+    "batches of 100+ float64 matrices, 96 <= n <= 128: getrfBatched + getriBatched": AutoRule(
+        "getri_batched", device="cuda", batch_min=100, n_min=96, n_max=128,
+        dtypes=("float64",)),
+    "one float64 matrix of n >= 8192: getri, GEMM-rich": AutoRule(
+        "getri_rec", device="cuda", batch_max=1, n_min=8192, dtypes=("float64",)),
     "otherwise: torch's own choice": AutoRule("torch"),
 })
-"""The methods of :func:`inv` (flops: the work after getrf); ``auto`` as the module says."""
+"""The methods of :func:`inv` (flops: the work after getrf). ``auto``: measured on an H200
+(torch 2.11.0+cu130, float64, checks on, ``benchmarks/lu_table.py``, 2026-12-03), against
+``torch.linalg.inv``: ``matinv_batched`` 0.69 at 1000 × 32 (2.2 at 10000 × 8), ``getri_batched``
+0.88 at 100 × 128, ``getri_rec`` 0.91 at 8192 (1.04 at 4096; ``getri`` 1.33); elsewhere torch's
+path. Rules only where a row was measured faster; unmeasured shapes run torch's path."""
 
 
 # --------------------------------------------------------------------------- the routines
@@ -588,7 +597,7 @@ def solve(A, B, *, left: bool = True, check: bool = True, method: str = "auto"):
     if check:
         check_lu(row.routine_name(a.dtype.name, a.on_gpu), info.reshape(batch_shape), x,
                batch_shape, "the solution has non-finite entries (NaN / Inf in A or B, or "
-               "overflow)")
+               "overflow)", also=plain(aa))
     return wrap(x, b)
 
 

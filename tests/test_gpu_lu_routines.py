@@ -181,14 +181,13 @@ def test_large_inverse_rows(n, method):
     ref = torch.linalg.inv(A)
     assert checks.get03(A, X) < 30
     assert checks.rel_fro_diff(X, ref) < 1e-9
-    assert routines.lu_method("inv", "auto", 4096, 1) == "getri"
 
 
 def test_matinv_refuses_n_over_32_and_auto_never_picks_it():
     A = _A(33, "float64", (3,))
     with pytest.raises(ValueError, match="order <= 32"):
         routines.inv(A, method="matinv_batched")
-    assert routines.lu_method("inv", "auto", 33, 3) == "getri_batched"
+    assert routines.lu_method("inv", "auto", 33, 3) == "torch"   # not a measured shape
 
 
 def test_cupy_in_cupy_out():

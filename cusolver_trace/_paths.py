@@ -51,3 +51,25 @@ def output_problem(path: str, flag: str) -> str | None:
     except OSError as exc:
         return f"{flag} {path}: cannot write there: {exc.strerror or exc}"
     return None
+
+
+def gpu_absent_reason() -> str | None:
+    """Why no NVIDIA GPU can be visible to this process, found without importing torch or
+    initializing CUDA (None: one may be): ``CUDA_VISIBLE_DEVICES`` hides every device, or
+    the machine has no NVIDIA driver device.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    >>> gpu_absent_reason()
+    'no GPU visible (CUDA_VISIBLE_DEVICES is empty)'
+    >>> del os.environ["CUDA_VISIBLE_DEVICES"]
+    """
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None and vis.strip() in ("", "-1", "none", "NoDevFiles"):
+        return f"no GPU visible (CUDA_VISIBLE_DEVICES is {'empty' if not vis.strip() else repr(vis)})"
+    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia",
+                                           "/dev/dxg")):   # /dev/dxg: WSL's GPU
+        return "no NVIDIA GPU or driver on this machine"
+    return None

@@ -135,3 +135,17 @@ def test_a_kept_log_is_always_read_back(tmp_path, capsys, timing):
     (tmp_path / "k.log.gz").write_bytes(gzip.compress(kept.read_bytes()))
     assert cli_main(["trace", "--from-log", str(tmp_path / "k.log.gz")]) == 0
     assert "cusolverDnXpotrf" in capsys.readouterr().out
+
+
+def test_trace_says_at_once_when_no_gpu_can_be_visible(tmp_path, monkeypatch, capsys):
+    """Issue 25: on a machine without a GPU, `trace -- PROGRAM` says before the program runs
+    that nothing can be logged (the program still runs, its status passed through)."""
+    from cusolver_trace.tracing.command import main
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    prog = tmp_path / "p.py"
+    prog.write_text("import sys; print('ran'); sys.exit(3)\n")
+    rc = main(["--no-tree", "--", sys.executable, str(prog)])
+    out, err = capsys.readouterr()
+    assert rc == 3 and "ran" in out
+    assert "no library call can be logged" in err and "CUDA_VISIBLE_DEVICES is empty" in err

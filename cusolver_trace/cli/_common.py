@@ -9,6 +9,7 @@ import re
 import sys
 
 from .._argparse import _SEEN, Parser, _StoreOnce  # noqa: F401  (the parser, re-exported)
+from .._paths import gpu_absent_reason  # noqa: F401  (re-exported)
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -36,28 +37,6 @@ def add_format(p, what: str = "the tables") -> None:
                         "width (COLUMNS), or csv / md (Markdown) / json records of the same "
                         "cells; with csv, md or json every other line goes to stderr "
                         "(default: table)")
-
-
-def gpu_absent_reason() -> str | None:
-    """Why no NVIDIA GPU can be visible to this process, found without importing torch or
-    initializing CUDA (None: one may be): ``CUDA_VISIBLE_DEVICES`` hides every device, or
-    the machine has no NVIDIA driver device.
-
-    Examples
-    --------
-    >>> import os
-    >>> os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    >>> gpu_absent_reason()
-    'no GPU visible (CUDA_VISIBLE_DEVICES is empty)'
-    >>> del os.environ["CUDA_VISIBLE_DEVICES"]
-    """
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None and vis.strip() in ("", "-1", "none", "NoDevFiles"):
-        return f"no GPU visible (CUDA_VISIBLE_DEVICES is {'empty' if not vis.strip() else repr(vis)})"
-    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia",
-                                           "/dev/dxg")):   # /dev/dxg: WSL's GPU
-        return "no NVIDIA GPU or driver on this machine"
-    return None
 
 
 # --------------------------------------------------------------------------- value parsers

@@ -472,8 +472,15 @@ def _run(args: argparse.Namespace, say) -> int:
         _finish_outputs(trace, args, out, summary, chrome, full)
         return EXIT_OK
 
+    from .._paths import gpu_absent_reason
     from .program import program_command
 
+    absent = gpu_absent_reason()
+    if absent:   # said at once, before the program runs
+        sys.stderr.write(f"cusolver-trace trace: note: {absent}: the program runs, but cuSOLVER "
+                         "and cuBLAS run on a GPU, so no library call can be logged or timed "
+                         "here\n")
+        sys.stderr.flush()
     unprofiled_s = None
     try:
         if overhead:  # first without the profiler (loggers on), its output is not shown

@@ -42,23 +42,31 @@ def from_lu(LU, pivots):
     return torch.mul(det_P(pivots), LU.diagonal(0, -2, -1).prod(-1))
 
 
-def _replay(combo):
-    api = fam.getrf_api(combo[0])
+def through_lu(reduce, cpu_name: str):
+    """The replays of an op that factors like ``det`` (:func:`factored`, torch's dispatch) and
+    reduces the LU factorization with ``reduce(LU, pivots)``: ``(replay_for(combo), the CPU
+    replay)``; info is not looked at, as torch does not."""
+    def replay_for(combo):
+        api = fam.getrf_api(combo[0])
 
-    def replay(inputs, opts):
-        LU, pivots, info = fam.cuda().getrf(factored(inputs.x), True, api)
-        return from_lu(LU, pivots), fam.zero_info(inputs)
-    return replay
+        def replay(inputs, opts):
+            LU, pivots, _ = fam.cuda().getrf(factored(inputs.x), True, api)
+            return reduce(LU, pivots), fam.zero_info(inputs)
+        return replay
+
+    def lapack(inputs, opts):
+        """LAPACK ``?getrf`` per matrix and the same reduction (torch's CPU path)."""
+        import torch
+
+        from ..backends import cpu
+
+        lu, piv, _ = cpu.getrf(fam.host(factored(inputs.x)), True)
+        return reduce(torch.from_numpy(lu), torch.from_numpy(piv)), fam.zero_info(inputs)
+    lapack.__name__ = cpu_name
+    return replay_for, lapack
 
 
-def lapack_det(inputs, opts):
-    """LAPACK ``?getrf`` per matrix and the same product (torch's CPU path)."""
-    import torch
-
-    from ..backends import cpu
-
-    lu, piv, _ = cpu.getrf(fam.host(factored(inputs.x)), True)
-    return from_lu(torch.from_numpy(lu), torch.from_numpy(piv)), fam.zero_info(inputs)
+_replay, lapack_det = through_lu(from_lu, "lapack_det")
 
 
 def _det_ratio(inputs, det, opts):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import REPLAY, TORCH, TORCH_CUSOLVER, Op, register
 from . import _lu as fam
-from .det import det_P, factored
+from .det import det_P, factored, through_lu
 
 
 def torch_call(inputs, opts):
@@ -28,23 +28,7 @@ def from_lu(LU, pivots):
     return d.abs().log_().sum(-1), torch.mul(d.sgn().prod(-1), det_P(pivots))
 
 
-def _replay(combo):
-    api = fam.getrf_api(combo[0])
-
-    def replay(inputs, opts):
-        LU, pivots, _ = fam.cuda().getrf(factored(inputs.x), True, api)
-        return from_lu(LU, pivots), fam.zero_info(inputs)
-    return replay
-
-
-def lapack_slogdet(inputs, opts):
-    """LAPACK ``?getrf`` per matrix and the same reductions (torch's CPU path)."""
-    import torch
-
-    from ..backends import cpu
-
-    lu, piv, _ = cpu.getrf(fam.host(factored(inputs.x)), True)
-    return from_lu(torch.from_numpy(lu), torch.from_numpy(piv)), fam.zero_info(inputs)
+_replay, lapack_slogdet = through_lu(from_lu, "lapack_slogdet")
 
 
 def _ratio(inputs, result, opts):

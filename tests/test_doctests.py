@@ -73,6 +73,8 @@ NO_EXAMPLES = {
     "cusolver_trace.compare.report": _CMP,
     "cusolver_trace.compare.run": _CMP,
     "cusolver_trace.routines": _PKG,
+    "cusolver_trace.routines._lu_check": "the LU routines' validation and check: "
+                                         "tests/test_lu_routines_cpu.py drives them",
     "cusolver_trace.raw": _PKG,
     "cusolver_trace.raw._load": _GPU,
     "cusolver_trace.raw._status": _GPU,

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from .._arrays import as_numpy, flag, operand, same_backend, wrap
+from .._arrays import Array, ArrayLike, as_numpy, flag, operand, same_backend, wrap
 from ..backends import cpu as _cpu
 from ._lu_check import (batch_shape_of, check_lu, empty_pivots, pivots_operand, plain, rhs_fits,
                         square)
@@ -334,7 +334,8 @@ path. Rules only where a row was measured faster; unmeasured shapes run torch's 
 
 
 # --------------------------------------------------------------------------- the routines
-def getrf(A, *, pivot: bool = True, check: bool = True, method: str = "auto"):
+def getrf(A: ArrayLike, *, pivot: bool = True, check: bool = True,
+          method: str = "auto") -> tuple[Array, Array, Array]:
     """LU factorization with partial pivoting, A = P·L·U, like LAPACK / cuSOLVER ``?getrf``.
 
     Parameters
@@ -437,7 +438,8 @@ def _lu_solve(table: Table, LU, pivots, B, left: bool, adjoint: bool, method: st
     return wrap(plain(x), b)
 
 
-def getrs(LU, pivots, B, *, adjoint: bool = False, method: str = "auto"):
+def getrs(LU: ArrayLike, pivots: ArrayLike, B: ArrayLike, *, adjoint: bool = False,
+          method: str = "auto") -> Array:
     """Solve op(A)·X = B from A's LU factorization, like LAPACK / cuSOLVER ``?getrs``.
 
     Parameters
@@ -493,7 +495,8 @@ def getrs(LU, pivots, B, *, adjoint: bool = False, method: str = "auto"):
     return _lu_solve(GETRS, LU, pivots, B, True, flag(adjoint, "adjoint"), method)
 
 
-def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, method: str = "auto"):
+def lu_solve(LU: ArrayLike, pivots: ArrayLike, B: ArrayLike, *, left: bool = True,
+             adjoint: bool = False, method: str = "auto") -> Array:
     """Solve op(A)·X = B (``left``) or X·op(A) = B from A's LU factorization, as
     ``torch.linalg.lu_solve``.
 
@@ -530,7 +533,8 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, method:
                      method)
 
 
-def solve(A, B, *, left: bool = True, check: bool = True, method: str = "auto"):
+def solve(A: ArrayLike, B: ArrayLike, *, left: bool = True, check: bool = True,
+          method: str = "auto") -> Array:
     """Solve A·X = B (``left``) or X·A = B for a general square A, as ``torch.linalg.solve``
     (LAPACK ``?gesv``: getrf, then getrs).
 
@@ -601,7 +605,7 @@ def solve(A, B, *, left: bool = True, check: bool = True, method: str = "auto"):
     return wrap(x, b)
 
 
-def inv(A, *, check: bool = True, method: str = "auto"):
+def inv(A: ArrayLike, *, check: bool = True, method: str = "auto") -> Array:
     """Inverse of a general square A, as ``torch.linalg.inv``.
 
     Parameters
@@ -691,7 +695,7 @@ def lu_method(routine: str, method: str, n: int, batch: int = 1, dtype="float64"
 
     Examples
     --------
-    >>> lu_method("inv", "auto", 8, 10000)
+    >>> lu_method("inv", "auto", 32, 10000)
     'matinv_batched'
     >>> lu_method("solve", "auto", 512, 1, "float64", "cpu")
     'legacy'

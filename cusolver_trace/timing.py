@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import os
 import statistics
 import time

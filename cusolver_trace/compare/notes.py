@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import checks
 from ..timing import Unavailable, cpu_threads
 from .facts import Facts, first_failure
-from .report import GPU_BUSY_LATER, Side
+from .report import GPU_BUSY_LATER, CallSequences, Side
 
 
 def torch_cpu_behaviour(op, inputs, opts) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import REPLAY, TORCH, TORCH_CUSOLVER, Op, register
 from . import _lu as fam
-from .det import det_P, factored, through_lu
+from .det import det_P, through_lu
 
 
 def torch_call(inputs, opts):

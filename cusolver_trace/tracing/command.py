@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -476,7 +477,9 @@ def _run(args: argparse.Namespace, say) -> int:
     from .program import program_command
 
     absent = gpu_absent_reason()
-    if absent:   # said at once, before the program runs
+    # said at once, before the program runs (not before a program that cannot start: its
+    # error is the one line then)
+    if absent and shutil.which(command[0]) is not None:
         sys.stderr.write(f"cusolver-trace trace: note: {absent}: the program runs, but cuSOLVER "
                          "and cuBLAS run on a GPU, so no library call can be logged or timed "
                          "here\n")

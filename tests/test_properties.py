@@ -309,3 +309,47 @@ def test_diff_exit_codes_and_files_unchanged(tmp_path, data, flag, value):
     argv = ["diff", str(a), str(b)] + ([flag, value] if flag else [])
     assert _exit(argv) in (0, 1, 2)
     assert (a.read_bytes(), b.read_bytes()) == before
+
+
+# --------------------------------------------------------------------------- the LU family's compare
+LU_DEFECTS = ("none", "zero_column", "nan", "inf", "zero")
+
+
+@st.composite
+def general_matrices(draw):
+    """(A as compare gets it, the same values as a plain tensor, what was done to it): general
+    matrices of every dtype, batch shape and layout, with the LU family's defects."""
+    from cusolver_trace.matrices import general
+
+    n = draw(st.integers(0, 6))
+    batch = draw(st.sampled_from(BATCHES))
+    dtype = draw(st.sampled_from(DTYPES))
+    defect = draw(st.sampled_from(LU_DEFECTS)) if n >= 2 else "none"
+    A = general(n, batch=batch, cond=10, dtype=dtype, seed=draw(st.integers(0, 3)))
+    if A.numel():
+        if defect == "zero_column":
+            A[..., :, n - 1] = 0
+        elif defect in ("nan", "inf"):
+            A[..., n - 1, 0] = float(defect)
+        elif defect == "zero":
+            A.zero_()
+    view = draw(st.sampled_from(VIEWS))
+    return _view(A, view), A.clone(), dict(n=n, batch=batch, defect=defect, view=view)
+
+
+@SETTINGS
+@given(general_matrices(), st.sampled_from(("lu_factor", "lu_solve", "solve", "inv", "det",
+                                            "slogdet")), st.booleans())
+def test_lu_compare_gives_a_verdict_and_leaves_the_input(m, op, flip):
+    """Any general input, any of the LU family's ops and options: a verdict (no exception),
+    MISMATCH never for a healthy matrix, and the input unchanged."""
+    A, values, spec = m
+    options = {"lu_solve": {"left": flip, "adjoint": not flip}, "solve": {"left": flip}}.get(op, {})
+    c = compare(op, A, timing=False, provenance=False, **options)
+    assert c.verdict in VERDICTS
+    if spec["defect"] == "none":
+        assert c.verdict in ("bitwise-equal", "within-tolerance"), (c.verdict, c.notes)
+    if spec["defect"] == "zero_column" and op in ("lu_factor", "solve", "inv") and spec["n"]:
+        assert c.verdict == "failed-alike" or c.torch.info == c.replay.info
+    assert c.verdict != "MISMATCH", (spec, c.notes)
+    assert _same(values, A)

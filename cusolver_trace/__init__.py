@@ -6,7 +6,8 @@ Layers (each imports only the ones below it in this list):
 2. ``cusolver_trace.backends``  ``cuda`` (cuSOLVER / cuBLAS on torch's stream and allocator;
                                 the only importer of ``raw``) and ``cpu`` (scipy LAPACK)
 3. ``cusolver_trace.routines``  one public entry point per operation (potrf, potrs, potri,
-                                trtri, cholesky_inverse, spd_inverse), each with one
+                                trtri, cholesky_inverse, spd_inverse, getrf, getrs, lu_solve,
+                                solve, inv, eigh, eigvalsh), each with one
                                 implementation table (plans: ``plans``)
 4. ``cusolver_trace.ops``       the op registry: one module per torch op (options, inputs,
                                 dispatch rules per version, replay, judgement, flop count,
@@ -36,7 +37,7 @@ __all__ = list(_PUBLIC := {
     "INVERSE_METHODS": "routines", "spd_inverse": "routines",
     "spd_inverse_method": "routines", "SPD_INVERSE_METHODS": "routines",
     "getrf": "routines", "getrs": "routines", "lu_solve": "routines", "solve": "routines",
-    "inv": "routines",
+    "inv": "routines", "eigh": "routines", "eigvalsh": "routines",
     "compare": "compare", "with_gpu_busy": "compare", "Comparison": "compare",
     "replay": "replay", "torch_path": "replay", "versions": "versions",
     "trace": "tracing", "Trace": "tracing",
@@ -44,6 +45,7 @@ __all__ = list(_PUBLIC := {
     "NotPositiveDefiniteError": "errors", "SingularFactorError": "errors",
     "SingularMatrixError": "errors",
     "NonFiniteError": "errors", "IllegalArgumentError": "errors",
+    "NoConvergenceError": "errors",
     "LibraryStatusError": "errors", "CuSolverStatusError": "errors",
     "CuBlasStatusError": "errors", "GPUUnavailableError": "errors",
 })

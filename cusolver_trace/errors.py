@@ -13,6 +13,7 @@ __all__ = [
     "SingularFactorError",
     "SingularMatrixError",
     "NonFiniteError",
+    "NoConvergenceError",
     "IllegalArgumentError",
     "LibraryStatusError",
     "CuSolverStatusError",
@@ -115,6 +116,34 @@ class NonFiniteError(np.linalg.LinAlgError):
         self.what = what
         self.batch_index = None if batch_index is None else int(batch_index)
         super().__init__(f"{routine}:{_batch_part(batch_index, batch_shape)} {what}")
+
+
+class NoConvergenceError(np.linalg.LinAlgError):
+    """An eigensolver did not converge (syevd / heevd / syevj ``info = k > 0``).
+
+    For the divide-and-conquer routines, ``k`` counts the eigenvalues that did not converge
+    (LAPACK ``?syevd``: ``k`` off-diagonal elements of an intermediate tridiagonal form did
+    not converge to zero); for Jacobi (``syevj``), ``k = n + 1`` means the tolerance was not
+    reached within the maximum number of sweeps. The message follows torch's
+    ``linalg.eigh`` wording.
+
+    Attributes: ``routine``, ``code`` (the ``info`` value), ``batch_index``.
+
+    Examples
+    --------
+    >>> print(NoConvergenceError("cusolverDnXsyevd", 3))
+    cusolverDnXsyevd: The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: 3).
+    """
+
+    def __init__(self, routine: str, code: int, batch_index=None, batch_shape=None):
+        self.routine = routine
+        self.code = int(code)
+        self.batch_index = None if batch_index is None else int(batch_index)
+        super().__init__(
+            f"{routine}:{_batch_part(batch_index, batch_shape)} The algorithm failed to "
+            f"converge because the input matrix is ill-conditioned or has too many repeated "
+            f"eigenvalues (error code: {self.code})."
+        )
 
 
 class IllegalArgumentError(ValueError):

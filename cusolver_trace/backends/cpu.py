@@ -337,3 +337,50 @@ def getrs_identity(lu: np.ndarray, piv: np.ndarray):
     """A⁻¹ by ``?getrs`` on the identity per matrix (torch's CPU ``linalg.inv``)."""
     n = lu.shape[-1]
     return getrs(lu, piv, np.broadcast_to(np.eye(n, dtype=lu.dtype), lu.shape))
+
+
+def syevd(a: np.ndarray, upper: bool = False, vectors: bool = True):
+    """``?syevd`` / ``?heevd`` per matrix: eigenvalues (ascending) and, with ``vectors``,
+    eigenvectors of the Hermitian matrix whose ``upper`` / lower triangle ``a`` holds (torch's
+    CPU ``linalg.eigh`` / ``eigvalsh`` call the same LAPACK routine).
+
+    Parameters
+    ----------
+    a : numpy.ndarray (..., n, n), float32 / float64 / complex64 / complex128
+        Only the ``upper`` / lower triangle is read; never written.
+    upper : bool
+        The triangle read (``uplo``).
+    vectors : bool
+        ``jobz = 'V'`` (eigenvectors too) or ``'N'``.
+
+    Returns
+    -------
+    w : numpy.ndarray (..., n), the real dtype of ``a``
+    v : numpy.ndarray (..., n, n) or None
+        Orthonormal eigenvectors as columns (None for ``vectors=False``).
+    info : numpy.ndarray int32, the batch shape
+        0, or k > 0: the algorithm failed to converge (LAPACK's ``info``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w, v, info = syevd(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> w.tolist(), int(info)
+    ([1.0, 3.0], 0)
+    """
+    *bshape, n, _ = a.shape
+    base = "heevd" if np.iscomplexobj(a) else "syevd"
+    fn = _fn(a.dtype, base)
+    w = np.empty((*bshape, n), dtype=dtype_info(a.dtype).real_name)
+    v = np.empty(a.shape, dtype=a.dtype) if vectors else None
+    if n == 0:   # LAPACK's wrapper calls an empty matrix an illegal argument
+        return w, v, np.zeros(tuple(bshape), dtype=np.int32)
+
+    def body(i):
+        wi, vi, info = fn(a[i], compute_v=int(vectors), lower=int(not upper), overwrite_a=0)
+        w[i] = wi
+        if vectors:
+            v[i] = vi
+        return info
+
+    return w, v, _loop(tuple(bshape), body, n ** 3)

@@ -124,38 +124,62 @@ def dtype_name(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- op options
-def _word(opt):
-    """argparse type: one word of the option ``opt`` (its value)."""
+def option_dest(flag: str) -> str:
+    """The argparse destination of an option flag (ops that share a flag share it)."""
+    return "opt_" + flag.lstrip("-").replace("-", "_")
+
+
+def _sharing(flag: str) -> list:
+    """The options of every registered op that use ``flag`` (one per op)."""
+    from .. import ops
+
+    return [o for op in ops.all_ops() for o in op.options if o.flag == flag]
+
+
+def _word(flag: str):
+    """argparse type: one word that some op's option with ``flag`` takes (kept as the word,
+    lower case; each op parses it into its own value, :func:`option_sets`)."""
+    words = {}
+    for opt in _sharing(flag):
+        words.update(dict.fromkeys(opt.words))
+
     def parse(text):
-        try:
-            return opt.parse_word(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {', '.join(opt.words)}, got {text!r}") from None
+        key = str(text).lower()
+        if key not in words:
+            raise argparse.ArgumentTypeError(f"expected {', '.join(words)}, got {text!r}")
+        return key
     return parse
 
 
 def add_option_flags(p) -> None:
     """One argument per option flag of the registered ops (a comma-separated list of the
-    option's words), and each option's shortcut flag; the op's own are picked out after
-    parsing (:func:`option_sets`)."""
+    option's words), and each option's shortcut flag; the op's own are picked out and parsed
+    after parsing (:func:`option_sets`). Ops may share a flag (``--uplo`` is ``upper`` for the
+    Cholesky family and ``UPLO`` for the eigensolvers): the words are kept as words until then."""
     from .. import ops
 
     for flag, opt in ops.all_options().items():
         takers = [o.name for o in ops.all_ops() if any(x.flag == flag for x in o.options)]
         word = opt.flag[2:]
+        kind = csv_of(_word(flag), word)
         if opt.shortcut is None:
-            p.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), word),
-                           default=None, metavar=word.upper(),
-                           help=f"{opt.help}; ops: {', '.join(takers)}")
+            p.add_argument(flag, dest=option_dest(flag), type=kind, default=None,
+                           metavar=word.upper(), help=f"{opt.help}; ops: {', '.join(takers)}")
             continue
         group = p.add_mutually_exclusive_group()
-        group.add_argument(flag, dest=f"opt_{opt.name}", type=csv_of(_word(opt), word),
-                           default=None, metavar=word.upper(),
-                           help=f"{opt.help}; ops: {', '.join(takers)}")
+        group.add_argument(flag, dest=option_dest(flag), type=kind, default=None,
+                           metavar=word.upper(), help=f"{opt.help}; ops: {', '.join(takers)}")
         short, value = opt.shortcut
-        group.add_argument(short, dest=f"opt_{opt.name}", action="store_const", const=[value],
+        said = next(w for w, v in opt.words.items() if v == value)
+        group.add_argument(short, dest=option_dest(flag), action="store_const", const=[said],
                            help=f"the same as {flag} {opt.labels[value]}")
+
+
+def given_option_flags(args) -> list:
+    """The option flags given on the command line."""
+    from .. import ops
+
+    return [f for f in ops.all_options() if getattr(args, option_dest(f), None) is not None]
 
 
 def option_sets(args, op, *, lists: bool = True) -> list[dict]:
@@ -165,25 +189,34 @@ def option_sets(args, op, *, lists: bool = True) -> list[dict]:
     Raises
     ------
     UsageError
-        A flag of another op's option, or (``lists=False``) more than one value.
+        A flag of another op's option, a word the op's option does not take, a value named
+        twice, or (``lists=False``) more than one value.
     """
     import itertools
 
     from .. import ops
 
-    mine = {o.name for o in op.options}
+    mine = {o.flag: o for o in op.options}
     chosen = {}
     for flag, opt in ops.all_options().items():
-        values = getattr(args, f"opt_{opt.name}", None)
-        if values is None:
+        words = getattr(args, option_dest(flag), None)
+        if words is None:
             continue
-        if opt.name not in mine:
+        if flag not in mine:
             shown = flag if opt.shortcut is None else f"{flag} / {opt.shortcut[0]}"
             theirs = ", ".join(o.flag for o in op.options) or "none"
             raise UsageError(f"{shown} is not an option of {op.name} (its options: {theirs})")
+        own = mine[flag]
+        try:
+            values = [own.parse_word(w) for w in words]
+        except ValueError as exc:
+            raise UsageError(f"{exc} (for {op.name})") from None
+        twice = [own.labels[v] for i, v in enumerate(values) if v in values[:i]]
+        if twice:
+            raise UsageError(f"{flag} names {twice[0]} twice")
         if not lists and len(values) > 1:
             raise UsageError(f"{flag} takes one value here, got {len(values)}")
-        chosen[opt.name] = values
+        chosen[own.name] = values
     names = [o.name for o in op.options]
     lists_ = [chosen.get(n, [op.option(n).default]) for n in names]
     return [dict(zip(names, combo)) for combo in itertools.product(*lists_)]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .. import ops
 from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
-                      check_memory, choice, console, dtype_name, integer, option_sets,
+                      check_memory, choice, console, dtype_name, given_option_flags, integer,
+                      option_sets,
                       options_label, output_path, resolve_device, write_json)
 
 CPU_DEFAULT_N = 512
@@ -27,8 +28,7 @@ def run(args) -> int:
         if args.nrhs is not None or args.batch != 1:
             raise UsageError("--nrhs and --batch are for one op (--op); the workflow runs one "
                              "matrix")
-        given = [o.flag for o in ops.all_options().values()
-                 if getattr(args, f"opt_{o.name}", None) is not None]
+        given = given_option_flags(args)
         if given:
             raise UsageError(f"{', '.join(given)}: the op options are for one op (--op)")
     json_path = output_path(args.json, "--json")

@@ -184,7 +184,7 @@ def torch_info(op, t_info, t_error, batch: int) -> list:
     """torch's info per matrix: from its return value, from its error message, or zeros
     (torch's solve-type paths report nothing)."""
     if t_error is not None:  # torch raised for the first failing matrix only
-        m = re.search(r"(?:diagonal element|order|U\[) ?(\d+)", t_error)
+        m = re.search(r"(?:diagonal element|order|U\[|error code:) ?(\d+)", t_error)
         be = re.search(r"Batch element (\d+)", t_error)
         info = [0] * max(batch, 1)
         info[int(be.group(1)) if be else 0] = int(m.group(1)) if m else -1

@@ -141,7 +141,7 @@ class DispatchRule:
     when : When
         The conditions.
     backend : str
-        ``"cusolver"``, ``"cublas"`` or ``"magma"``.
+        ``"cusolver"``, ``"cublas"``, ``"magma"`` or ``"lapack"`` (torch copies to the CPU).
     calls : tuple of str
         The library routines, in order (``{t}`` / ``{T}`` = type letter).
     replay : callable
@@ -152,6 +152,8 @@ class DispatchRule:
         The replay runs the same routines: bit-for-bit agreement is expected.
     rule : str
         The condition in words, for reports.
+    note : str
+        What a reader should know about this path (default: a note for MAGMA paths).
     """
 
     when: When
@@ -160,6 +162,7 @@ class DispatchRule:
     replay: Callable
     bitwise: bool
     rule: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -334,9 +337,9 @@ class Op:
     options : tuple of Option
         The op's keywords (``upper``; ``left``, ``adjoint``; ``pivot``); every callable below
         receives them as one :class:`Options`.
-    structure : {"hpd", "general"}
-        What the matrix the inputs are made from is: Hermitian positive definite, or a
-        general square matrix.
+    structure : {"hpd", "general", "hermitian"}
+        What the matrix the inputs are made from is: Hermitian positive definite, a general
+        square matrix, or Hermitian (indefinite).
     make_inputs : callable
         ``(A, B, given: dict, opts, nrhs: int, seed: int) -> Inputs`` from a matrix A of
         :attr:`structure` (``given``: inputs handed over as they are, by name, e.g.
@@ -572,8 +575,10 @@ class Op:
                   preferred, opts, int(batch if rhs_batch is None else rhs_batch))
         for row in self.dispatch:
             if row.when.matches(p):
-                note = ""
-                if row.backend == "magma":
+                note = row.note
+                if note:
+                    pass
+                elif row.backend == "magma":
                     note = ("torch runs MAGMA here, which cusolver-trace does not call: the replay "
                             "runs the cuSOLVER path as a reference and agreement is judged by "
                             "tolerance")

@@ -17,6 +17,7 @@ count; ``"auto"`` a rule over the rows) → run → check.
   :func:`spd_inverse`.
 * LU family (:mod:`.lu`): :func:`getrf`, :func:`getrs`, :func:`lu_solve`, :func:`solve`,
   :func:`inv`.
+* Symmetric / Hermitian eigensolvers (:mod:`.eigh`): :func:`eigh`, :func:`eigvalsh`.
 
 ``info`` follows LAPACK / cuSOLVER: 0 = success, ``k > 0`` = the leading minor of
 order ``k`` is not positive definite (potrf) or diagonal element ``k`` of the
@@ -36,6 +37,7 @@ from ._table import AutoRule, Impl, Table, default_device, raise_for_info
 from .cholesky import POTRF, POTRS, potrf, potrs, trtri
 from .inverse import (CHOLESKY_INVERSE, INVERSE_METHODS, METHOD_NAMES, cholesky_inverse,
                       inverse_method, potri, resolve_method)
+from .eigh import SYEV, eigh, eigvalsh
 from .lu import GETRF, GETRS, INV, LU_SOLVE, SOLVE, getrf, getrs, inv, lu_method, lu_solve, solve
 from .spd import (SPD_INVERSE_METHODS, SPD_INVERSE_TABLE, resolve_spd_method, spd_inverse,
                   spd_inverse_method)
@@ -45,4 +47,4 @@ __all__ = ["potrf", "potrs", "potri", "trtri", "cholesky_inverse", "inverse_meth
            "POTRF", "POTRS", "CHOLESKY_INVERSE", "INVERSE_METHODS", "METHOD_NAMES",
            "spd_inverse", "spd_inverse_method", "resolve_spd_method", "SPD_INVERSE_TABLE",
            "SPD_INVERSE_METHODS", "getrf", "getrs", "lu_solve", "solve", "inv", "lu_method",
-           "GETRF", "GETRS", "LU_SOLVE", "SOLVE", "INV"]
+           "GETRF", "GETRS", "LU_SOLVE", "SOLVE", "INV", "eigh", "eigvalsh", "SYEV"]

@@ -60,9 +60,12 @@ NO_EXAMPLES = {
     "cusolver_trace.ops.inv": _OP,
     "cusolver_trace.ops.det": _OP,
     "cusolver_trace.ops.slogdet": _OP,
+    "cusolver_trace.ops.eigh": _OP,
+    "cusolver_trace.ops.eigvalsh": _OP,
     "cusolver_trace._plan_types": "the plan's record types: tests/test_plans_dag_cpu.py builds "
                                   "and runs plans of them",
     "cusolver_trace.backends.cuda_lu": _GPU,
+    "cusolver_trace.backends.cuda_eigh": _GPU,
     "cusolver_trace.backends.fused": _GPU,
     "cusolver_trace.backends._fused_launch": _GPU,
     "cusolver_trace.backends._fused_toolchain": "loads the cuda13-fused extra's compilers: "
@@ -71,7 +74,6 @@ NO_EXAMPLES = {
     "cusolver_trace.checks.flops": "LAWN 41 counts: tests/test_checks.py pins every count",
     "cusolver_trace.compare.notes": _CMP,
     "cusolver_trace.compare.report": _CMP,
-    "cusolver_trace.compare.run": _CMP,
     "cusolver_trace.routines": _PKG,
     "cusolver_trace.routines._lu_check": "the LU routines' validation and check: "
                                          "tests/test_lu_routines_cpu.py drives them",
@@ -81,6 +83,7 @@ NO_EXAMPLES = {
     "cusolver_trace.raw.cublas": _GPU,
     "cusolver_trace.raw.cublas_modes": _GPU,
     "cusolver_trace.raw.cusolver": _GPU,
+    "cusolver_trace.raw.cusolver_eig": _GPU,
     "cusolver_trace.sweep": _PKG,
     "cusolver_trace.tracing": _PKG,
     "cusolver_trace.tracing.kernels": _RUN,

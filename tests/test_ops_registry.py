@@ -175,7 +175,7 @@ def test_unknown_method_and_bad_registration_are_errors(toy):
 def test_every_builtin_op_is_complete():
     for op in ops.all_ops():
         assert op.torch_name and op.check_name in ("pot01", "pot02", "pot03", "get01", "get02",
-                                                   "get03", "det", "slogdet")
+                                                   "get03", "det", "slogdet", "syt21", "eigvals")
         ops.check_methods(op)   # lazy method tables are checked here, not at registration
         assert "torch" in op.methods and set(op.default_methods) == {"cuda", "cpu"}
         for dev, names in op.default_methods.items():

@@ -213,7 +213,7 @@ def option_sets(args, op, *, lists: bool = True) -> list[dict]:
             raise UsageError(f"{exc} (for {op.name})") from None
         twice = [own.labels[v] for i, v in enumerate(values) if v in values[:i]]
         if twice:
-            raise UsageError(f"{flag} names {twice[0]} twice")
+            raise UsageError(f"{flag}: {twice[0]} is listed twice")
         if not lists and len(values) > 1:
             raise UsageError(f"{flag} takes one value here, got {len(values)}")
         chosen[own.name] = values

@@ -262,7 +262,8 @@ def _side(o, name, inputs, opts, out, info, f: Facts, run) -> Side:
     """One side's report: the op's LAPACK ratio where it applies, info, non-finite count,
     asymmetry (Hermitian results) and timing."""
     if out is None:
-        return Side(name, o.check_name, None, info, 0, None, None, run.t_error,
+        return Side(name, o.check_name, None, info, 0, None, None,
+                    run.r_error if name == "replay" else run.t_error,
                     why_not_timed=run.why_not_timed)
     first = parts(out)[0]
     bad = int(checks.nonfinite_count(first))

@@ -242,6 +242,8 @@ def measure(op, inputs, opts, run, *, exact: bool) -> Facts:
     """The facts of one comparison except those of the ratios and the call sequences
     (:func:`~cusolver_trace.compare.compare` adds them): info on both sides, whether the
     outputs are compared at all, their differences, and the batch facts."""
+    if run.status_error:   # torch raised a library status; the replay raised one or returned
+        return _status_facts(op, inputs, opts, run, exact)
     r_info = [int(v) for v in run.r_info.reshape(-1).cpu()]
     t_info = torch_info(op, run.t_info, run.t_error, inputs.batch)
     if run.t_error is not None:
@@ -271,6 +273,18 @@ def measure(op, inputs, opts, run, *, exact: bool) -> Facts:
     f.failures_agree = failures_alike(op, inputs, run, f)
     f.healthy_agree = healthy_members_agree(op, inputs, opts, run, f, exact)
     return f
+
+
+def _status_facts(op, inputs, opts, run, exact: bool) -> Facts:
+    """The facts where torch raised a cuSOLVER / cuBLAS status (not a LinAlgError): alike when
+    the replay's same call raised the same status."""
+    from .run import library_status
+
+    same = run.r_error is not None and library_status(run.r_error) == library_status(run.t_error)
+    return Facts([], [], info_agree=same, torch_raised=True, fails_on_info=op.fails_on_info,
+                 factor_failed=inputs.factor_failed, exact_path=exact, compared=False,
+                 tolerance=30 * dtype_info(inputs.x.dtype).lapack_eps * max(inputs.n, 1),
+                 input_nonfinite=_nonfinite_read(op, inputs, opts))
 
 
 def failures_alike(op, inputs, run, f: Facts) -> bool:

@@ -33,6 +33,31 @@ def failure_notes(op, inputs, t_info, r_info) -> list[str]:
             "fails is compared by its info only"]
 
 
+def status_notes(o, inputs, opts, run) -> list[str]:
+    """Where torch raised a library status: what the replay did, and whether the op's ``auto``
+    method (the project's own path) computes a result that passes the op's check."""
+    out = []
+    if run.r_error is not None:
+        out.append(f"the replay's same library call failed the same way: {run.r_error}")
+    elif run.r_out is not None:
+        out.append(_judged(o, inputs, opts, "the replay", run.r_out))
+    auto = o.methods.get("auto") if o.methods else None
+    if auto is not None and not (auto.gpu_only and not inputs.on_cuda):
+        try:
+            result = auto.make(o, inputs, opts, False)()
+        except Exception as exc:  # a library status, or memory
+            out.append(f"method auto ({auto.resolved(inputs)}) raised {type(exc).__name__}: {exc}")
+        else:
+            out.append(_judged(o, inputs, opts, f"method auto ({auto.resolved(inputs)})", result))
+    return out
+
+
+def _judged(o, inputs, opts, who: str, result) -> str:
+    ratio = float(o.check(inputs, result, opts))
+    verdict = "passes" if checks.passes(ratio) else "FAILS"
+    return f"{who} {verdict} the {o.check_name} check: ratio {ratio:.3g} (< 30 passes)"
+
+
 def unavailable_notes(ts: Side, rs: Side, keys) -> list[str]:
     """A note per timing of ``keys`` that is unavailable, with its reason (one note when
     both sides share it); none for timings not measured yet (:data:`GPU_BUSY_LATER`) or when
@@ -59,6 +84,8 @@ def notes(o, inputs, opts, path, run, f: Facts, ts: Side, rs: Side,
     notes = list(inputs.notes)
     if run.t_error is not None:
         notes.append(f"torch raised: {run.t_error}")
+    if run.status_error:
+        notes += status_notes(o, inputs, opts, run)
     if f.input_nonfinite and not (f.info_failed and o.fails_on_info):
         notes.append("the input holds NaN / Inf where the op reads it: LAPACK leaves the result "
                      "unspecified, so the outputs are compared for bitwise equality only")

@@ -3,12 +3,14 @@ on the same inputs, the inputs' fingerprint for :func:`~cusolver_trace.compare.w
 and the time split of the two sides."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import checks, ops
 from .._dtypes import dtype_info
+from ..errors import LibraryStatusError
 from ..replay import nvtx_labels
 from ..timing import (Timing, TimeSplit, Unavailable, time_calls, time_gpu_busy, time_host,
                       time_split)
@@ -71,6 +73,25 @@ class Run:
     gpu_busy: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     why_not_timed: str | None = None
+    r_error: str | None = None
+    status_error: bool = False
+
+
+#: The library status names in torch's and the raw layer's error messages.
+_STATUS = re.compile(r"\b(CUSOLVER|CUBLAS)_STATUS_[A-Z_]+")
+
+
+def library_status(text: str) -> str | None:
+    """The cuSOLVER / cuBLAS status an error message names (``CUSOLVER_STATUS_INTERNAL_ERROR``),
+    or None.
+
+    Examples
+    --------
+    >>> library_status("cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling ...")
+    'CUSOLVER_STATUS_INTERNAL_ERROR'
+    """
+    m = _STATUS.search(str(text))
+    return m.group(0) if m else None
 
 
 def sides(o, inputs, opts, path):
@@ -101,11 +122,21 @@ def run_both(o, inputs, opts, path, preferred, *, repeat: int, warmup: int,
     t_error, timings, gpu, host = None, {}, {}, {}
     torch_side, replay_side = sides(o, inputs, opts, path)
     with ops.preferred_library(preferred if device.type == "cuda" else None):
+        status_error, r_error = False, None
         try:
             t_out, t_info = torch_side()
         except torch.linalg.LinAlgError as exc:  # torch's CPU potri path raises for a zero pivot
             t_error, t_out, t_info = str(exc), None, None
-        r_out, r_info, _ = replay_side()
+        except RuntimeError as exc:   # a library status (torch's XsyevBatched from 65,536 on)
+            if library_status(str(exc)) is None:
+                raise
+            t_error, t_out, t_info, status_error = str(exc), None, None, True
+        try:
+            r_out, r_info, _ = replay_side()
+        except LibraryStatusError as exc:   # the same call as torch's, failing the same way
+            if not status_error:
+                raise
+            r_error, r_out, r_info = str(exc), None, None
         if repeat > 0 and t_error is None:
             fns = {"torch": torch_side, "replay": replay_side}
             dev = device if device.type == "cuda" else None
@@ -122,7 +153,8 @@ def run_both(o, inputs, opts, path, preferred, *, repeat: int, warmup: int,
                    if gpu_busy else {k: Unavailable(GPU_BUSY_LATER) for k in fns})
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    run = Run(t_out, t_info, t_error, r_out, r_info, timings, gpu, host)
+    run = Run(t_out, t_info, t_error, r_out, r_info, timings, gpu, host, r_error=r_error,
+              status_error=status_error)
     if t_error is not None:
         run.why_not_timed = "not timed: torch raised"
     return run

@@ -31,7 +31,7 @@ OP = register(Op(
     dispatch=fam.rows("eigvalsh", False),
     cpu_calls=("LAPACK {t}syevd / heevd (jobz = N) × batch",),
     cpu_replay=fam.lapack_replay(False, "lapack_syevd_values"),
-    check_name="eigenvalues",
+    check_name="eigvals",
     check=fam.check(False),
     reads=fam.reads,
     flop_count=lambda inputs, on_gpu: "syevd_values",

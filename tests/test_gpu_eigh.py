@@ -88,7 +88,7 @@ def test_call_sequences_equal_on_the_exact_paths(op, dtype, n, batch):
     A = _A(n, batch, dtype, seed=4)
     c = compare(op, A, repeat=0, provenance=False, trace=True)
     assert c.path.bitwise
-    assert c.call_sequences.equal is True, c.call_sequences.detail
+    assert c.call_sequences.equal is True, c.call_sequences.first_difference
     assert c.verdict == "bitwise-equal"
 
 

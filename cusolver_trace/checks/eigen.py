@@ -282,7 +282,8 @@ def normalize_phase(V) -> torch.Tensor:
     idx = V.abs().argmax(-2, keepdim=True)
     top = V.gather(-2, idx)
     phase = torch.where(top == 0, torch.ones_like(top), top / top.abs())
-    return V * phase.conj()
+    # that entry set to |top| exactly (the complex product may leave an imaginary rounding)
+    return (V * phase.conj()).scatter(-2, idx, top.abs().to(V.dtype))
 
 
 def eigvec_distance(V1, V2, w, *, cluster=None) -> BatchMax:

@@ -64,8 +64,9 @@ def register(op: Op) -> Op:
         raise OpError(f"register takes an Op, got {type(op).__name__}")
     if op.name in _REGISTRY and _REGISTRY[op.name] is not op:
         raise OpError(f"an op named {op.name!r} is already registered")
-    if op.structure not in ("hpd", "general"):
-        raise OpError(f"{op.name}: structure must be 'hpd' or 'general', got {op.structure!r}")
+    if op.structure not in ("hpd", "general", "hermitian"):
+        raise OpError(f"{op.name}: structure must be 'hpd', 'general' or 'hermitian', got "
+                      f"{op.structure!r}")
     if "A" not in op.takes:
         raise OpError(f"{op.name}: takes must name 'A' (the matrix the checks refer to)")
     if not all(isinstance(o, Option) for o in op.options):

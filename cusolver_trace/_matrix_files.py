@@ -330,7 +330,9 @@ def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
     The one change, for ``structure="hpd"`` only: a finite matrix whose asymmetry
     max|A − Aᴴ| is within 100·eps·max|A| (rounding noise of the program that wrote
     it) is returned as its exactly Hermitian part ``(A + Aᴴ)/2`` (real diagonal).
-    ``structure="general"`` returns every value as stored.
+    ``structure="general"`` and ``structure="hermitian"`` return every value as stored
+    (an eigensolver reads one triangle of a Hermitian input and ignores the other, so
+    nothing needs symmetrizing: the file's values are what the solver is given).
 
     A Matrix Market file must follow the format strictly: the banner
     ``%%MatrixMarket matrix {coordinate|array}
@@ -347,10 +349,10 @@ def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
     dtype : str, torch.dtype or numpy dtype, optional
         None (default): the file's own dtype (table above). Given: it must be
         the file's dtype, else InputFileError; it only asserts what you expect.
-    structure : "hpd" or "general"
+    structure : "hpd", "general" or "hermitian"
         What the matrix is read for: a Hermitian positive definite input of potrf
-        (rounding-noise asymmetry removed, as above) or a general input of getrf
-        (values kept).
+        (rounding-noise asymmetry removed, as above), a general input of getrf or a
+        Hermitian input of syevd (values kept).
 
     Returns
     -------
@@ -371,7 +373,7 @@ def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
     TypeError
         ``dtype`` is not float32, float64, complex64 or complex128.
     ValueError
-        ``structure`` is not "hpd" or "general".
+        ``structure`` is not "hpd", "general" or "hermitian".
 
     Examples
     --------
@@ -395,8 +397,8 @@ def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
     tensor([[4., 2.],
             [2., 0.]], dtype=torch.float64)
     """
-    if structure not in ("hpd", "general"):
-        raise ValueError(f"structure must be one of hpd, general, got {structure!r}")
+    if structure not in ("hpd", "general", "hermitian"):
+        raise ValueError(f"structure must be one of hpd, general, hermitian, got {structure!r}")
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".npy"):

@@ -1,5 +1,5 @@
-"""Input matrices: random Hermitian positive definite and general, LAPACK's test types,
-files, data.
+"""Input matrices: random Hermitian positive definite, general and Hermitian indefinite,
+LAPACK's test types, files, data.
 
 Every generator builds its matrix in float64/complex128 on the CPU with a
 ``torch.Generator`` seeded by ``seed`` (so the same seed gives the same matrix on
@@ -7,34 +7,40 @@ every device, and the float32 matrix is the rounded float64 one), then casts and
 moves it. Hermitian positive definite ones (``structure="hpd"``, for potrf) are made
 exactly Hermitian first (``(A + Aᴴ)/2``, real diagonal; rounding to a lower precision
 keeps that exact); general ones (``structure="general"``, for getrf) are
-U·diag(σ)·Vᴴ as built. Shapes are ``(*batch, n, n)``; dtypes are those of
+U·diag(σ)·Vᴴ as built; Hermitian ones (``structure="hermitian"``, for the eigensolvers
+syevd / heevd) are Q·diag(λ)·Qᴴ with known, signed λ (:mod:`cusolver_trace._matrices_herm`,
+re-exported here). Shapes are ``(*batch, n, n)``; dtypes are those of
 :mod:`cusolver_trace._dtypes`.
 """
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from ._dtypes import dtype_info
-from ._matrix_files import _rounds_to, from_file
+from ._matrix_base import (MODES, TestMatrix, _batch, _device, _finish, _haar, _order, _sigma,
+                           _column, check_cond, max_cond, plain_float)
+from ._matrix_files import from_file
+from ._matrices_herm import (LAPACK_SY_TYPES, SIGNS, SPECTRA, _describe_hermitian,
+                             _make_hermitian, _parse_spectrum, _unfit_hermitian, digits_covariance,
+                             graded, hermitian, hermitian_with_spectrum, lapack_eig_test_matrix,
+                             spectrum)
 from .checks import BatchMax, batch_max, as_tensor
 
 __all__ = [
     "TestMatrix", "STRUCTURES", "LAPACK_TYPES", "LAPACK_GE_TYPES", "MODES", "spd", "general",
     "general_singular", "structured", "BIG_N", "lapack_test_matrix", "classic_spd3", "from_file", "rbf_kernel_digits",
     "DIGITS_SAMPLES", "MatrixSpec", "parse_matrix_spec", "achieved_cond",
+    "SPECTRA", "SIGNS", "LAPACK_SY_TYPES", "spectrum", "hermitian", "hermitian_with_spectrum",
+    "lapack_eig_test_matrix", "graded", "digits_covariance",
 ]
 
-STRUCTURES = ("hpd", "general")
-"""What an op reads: a Hermitian positive definite matrix (potrf) or a general one (getrf)."""
-
-MODES = ("geometric", "arithmetic")
-"""Eigenvalue distributions: dlatms MODE 3 (σᵢ = cond^(−(i−1)/(n−1))) and MODE 4
-(σᵢ = 1 − (i−1)/(n−1)·(1 − 1/cond))."""
+STRUCTURES = ("hpd", "general", "hermitian")
+"""What an op reads: a Hermitian positive definite matrix (potrf), a general one (getrf) or a
+Hermitian one, indefinite in general, of which one triangle is read (syevd)."""
 
 LAPACK_TYPES = ("diagonal", "cond2", "zero-first", "zero-last", "zero-middle",
                 "ill-sqrt", "ill", "small", "large")
@@ -45,101 +51,6 @@ LAPACK_GE_TYPES = ("diagonal", "upper", "lower", "cond2", "zero-first", "zero-la
 """LAPACK's general test types (``dchkge`` IMAT 1–11, ``dlatb4`` path GE)."""
 
 DIGITS_SAMPLES = 1797
-
-
-@dataclass(frozen=True)
-class TestMatrix:
-    """A test input with what a correct factorization must report for it.
-
-    Attributes
-    ----------
-    A : torch.Tensor, (..., n, n)
-    expected_info : int or None
-        The ``info`` of every matrix of the batch: for potrf (Hermitian positive
-        definite inputs) 0 = positive definite, k > 0 = the leading minor of order k
-        is not; for getrf (general inputs) 0, or k > 0 = U(k, k) is exactly zero;
-        None = not known in advance.
-    description : str
-    cond : float or None
-        The 2-norm condition number the matrix was built with (None if unknown).
-    kind : str
-    L : torch.Tensor or None
-        The exact lower Cholesky factor, when known (``classic_spd3``).
-    """
-
-    __test__ = False  # not a pytest test class
-
-    A: torch.Tensor
-    expected_info: int | None = 0
-    description: str = ""
-    cond: float | None = None
-    kind: str = ""
-    L: torch.Tensor | None = None
-
-
-def _order(n) -> int:
-    """``n`` as a matrix order: an int >= 0 (TypeError / ValueError otherwise)."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an int >= 0, got {n!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return int(n)
-
-
-def _batch(batch) -> tuple[int, ...]:
-    """``batch`` (an int or a tuple of ints, each >= 0) as a tuple."""
-    dims = (batch,) if isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) \
-        else batch
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise TypeError(f"batch must be an int or a tuple of ints, got {batch!r}") from None
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"batch must be an int or a tuple of ints, got {batch!r}")
-        if d < 0:
-            raise ValueError(f"batch dimensions must be >= 0, got {batch!r}")
-    return tuple(int(d) for d in dims)
-
-
-def _device(device) -> torch.device:
-    """``device`` as a torch device: cpu or cuda (ValueError), a visible GPU for cuda
-    (:class:`~cusolver_trace.errors.GPUUnavailableError` otherwise)."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        from .errors import GPUUnavailableError
-
-        raise GPUUnavailableError(f"device {device!r}: no CUDA GPU is visible to torch "
-                                  f"{torch.__version__}")
-    return dev
-
-
-def _finish(A64: torch.Tensor, dtype, device) -> torch.Tensor:
-    """Make exactly Hermitian (real diagonal) in 64-bit, then cast and move."""
-    A64 = (A64 + A64.mH) / 2
-    return A64.to(dtype_info(dtype).torch).to(device)
-
-
-def _sigma(n: int, cond: float, mode: str) -> torch.Tensor:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not 1 <= cond < float("inf"):
-        raise ValueError(f"cond must be a finite number >= 1, got {cond}")
-    t = torch.arange(n, dtype=torch.float64) / max(n - 1, 1)
-    return cond ** -t if mode == "geometric" else 1 - t * (1 - 1 / cond)
-
-
-def _haar(batch, n: int, cdtype, gen: torch.Generator) -> torch.Tensor:
-    """Haar-distributed orthogonal / unitary (*batch, n, n): QR of a Gaussian with the
-    signs (phases) of R's diagonal moved into Q."""
-    Q, R = torch.linalg.qr(torch.randn(*batch, n, n, dtype=cdtype, generator=gen))
-    d = R.diagonal(dim1=-2, dim2=-1)
-    return Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
 
 
 def _svd64(n, batch, cond, mode, is_complex, seed, rotate=True, hermitian=True) -> torch.Tensor:
@@ -232,7 +143,8 @@ BIG_N = 4096
 def structured(structure: str, n: int, *, batch=(), cond: float = 2.0, dtype="float64",
                device="cpu", seed: int = 0) -> torch.Tensor:
     """A seeded matrix of the structure an op asks for: :func:`spd` for ``"hpd"``,
-    :func:`general` for ``"general"`` (σ geometric from 1 to 1/cond).
+    :func:`general` for ``"general"`` (σ geometric from 1 to 1/cond), :func:`hermitian` for
+    ``"hermitian"`` (|λ| geometric from 1 to 1/cond, random signs: indefinite).
 
     For a CUDA device and n >= :data:`BIG_N` the QR factorizations and the products run on
     the GPU (the same construction from the same seeded Gaussians, equal up to rounding; a
@@ -241,18 +153,18 @@ def structured(structure: str, n: int, *, batch=(), cond: float = 2.0, dtype="fl
     Raises
     ------
     ValueError
-        An unknown structure; what :func:`spd` / :func:`general` raise.
+        An unknown structure; what :func:`spd` / :func:`general` / :func:`hermitian` raise.
 
     Examples
     --------
     >>> structured("general", 3, seed=1).shape
     torch.Size([3, 3])
     """
-    if structure not in ("hpd", "general"):
-        raise ValueError(f"structure must be 'hpd' or 'general', got {structure!r}")
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure must be 'hpd', 'general' or 'hermitian', got {structure!r}")
     dev = _device(device)
     if dev.type != "cuda" or _order(n) < BIG_N:
-        make = spd if structure == "hpd" else general
+        make = {"hpd": spd, "general": general, "hermitian": hermitian}[structure]
         return make(n, batch=batch, cond=cond, dtype=dtype, device=dev, seed=seed)
     dt = dtype_info(dtype)
     c = torch.complex128 if dt.is_complex else torch.float64
@@ -265,8 +177,10 @@ def structured(structure: str, n: int, *, batch=(), cond: float = 2.0, dtype="fl
         return Q * torch.where(d == 0, 1, d / d.abs()).unsqueeze(-2)
 
     sigma = cond ** -(torch.arange(n, dtype=torch.float64, device=dev) / max(n - 1, 1))
+    if structure == "hermitian":   # the signed λ of hermitian(): Q·diag(λ)·Qᴴ
+        sigma = spectrum(n, "geometric", cond, "random", seed).to(dev)
     U = haar()
-    if structure == "hpd":
+    if structure != "general":
         A = (U * sigma) @ U.mH
         return ((A + A.mH) / 2).to(dt.torch)
     return ((U * sigma) @ haar().mH).to(dt.torch)
@@ -350,7 +264,9 @@ def lapack_test_matrix(kind: str, n: int, *, structure: str = "hpd", dtype="floa
                 dimension < 0; a device other than cpu / cuda.
     TypeError   unsupported dtype; n or batch not ints.
     """
-    hpd = _structure(structure) == "hpd"
+    if _structure(structure) == "hermitian":
+        return lapack_eig_test_matrix(kind, n, dtype=dtype, seed=seed, batch=batch, device=device)
+    hpd = structure == "hpd"
     types = LAPACK_TYPES if hpd else LAPACK_GE_TYPES
     if kind not in types:
         raise ValueError(f"unknown LAPACK {'PO' if hpd else 'GE'} test type {kind!r} for "
@@ -443,71 +359,15 @@ def rbf_kernel_digits(n: int | None = None, *, gamma: float | None = None,
 # --------------------------------------------------------------------------- --matrix SPEC
 _SPEC_HELP = ("random | random:cond=C[,mode=geometric|arithmetic] | lapack:TYPE | classic3 | "
               "classic3:negative | file:PATH | digits | digits:gamma=G[,jitter=J] | "
-              "singular:k=K[,cond=C][,mode=M]")
+              "singular:k=K[,cond=C][,mode=M] | spectrum:KIND[,cond=C][,signs=random|positive] | "
+              "graded[:decades=D]")
 _GENERAL_HELP = ("random, random:cond=C[,mode=M], lapack:TYPE (" + ", ".join(LAPACK_GE_TYPES)
                  + "), singular:k=K or file:PATH")
-_PLAIN_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def plain_float(text) -> float:
-    """A number written plainly (digits, one point, an exponent): no spaces, underscores,
-    ``inf`` / ``nan`` or hexadecimal, which Python's ``float`` would take. The one parser of
-    numbers typed on the command line (``--cond``, ``--matrix random:cond=…``).
-
-    Examples
-    --------
-    >>> plain_float("1e6"), plain_float("-2.5"), plain_float(".5")
-    (1000000.0, -2.5, 0.5)
-    >>> plain_float(" 1e3")
-    Traceback (most recent call last):
-    ...
-    ValueError: expected a number written plainly (digits, '.', an exponent), got ' 1e3'
-    """
-    if not isinstance(text, str) or not _PLAIN_FLOAT.fullmatch(text):
-        raise ValueError(f"expected a number written plainly (digits, '.', an exponent), got "
-                         f"{text!r}")
-    v = float(text)
-    if _rounds_to(text, v) == "0":
-        raise ValueError(f"{text!r} is not 0 but rounds to 0 in float64 (below 4.9e-324)")
-    return v
-
-
-def max_cond(dtype) -> float:
-    """The largest condition number a generated SPD matrix of ``dtype`` may ask for:
-    ``0.5 / eps`` (NumPy's eps, one ulp at 1). From ``cond·eps >= 1/2`` on, rounding can make
-    such a matrix indefinite, so it would not be the positive definite matrix it is called.
-
-    Examples
-    --------
-    >>> f"{max_cond('float32'):.3g}", f"{max_cond('float64'):.3g}"
-    ('4.19e+06', '2.25e+15')
-    """
-    return 0.5 / (2 * dtype_info(dtype).lapack_eps)
-
-
-def check_cond(cond: float, dtype) -> None:
-    """Raise ``ValueError`` unless ``1 <= cond <`` :func:`max_cond` for ``dtype`` (sweep's
-    ``--cond`` and compare's ``--matrix random:cond=…`` alike)."""
-    limit = max_cond(dtype)
-    if not 1 <= cond:   # NaN too
-        raise ValueError(f"cond must be a number >= 1, got {cond!r}")
-    if cond >= limit:
-        name = dtype_info(dtype).name
-        raise ValueError(f"cond {cond:.7g} is too large for {name}: a matrix that ill-conditioned "
-                         f"(cond·eps >= 0.5, eps = {0.5 / limit:.3g}) is not positive definite "
-                         f"after rounding; use less than {limit:.7g}")
-
-
-def _column(text) -> int:
-    """A column number written plainly: digits only, >= 1."""
-    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
-        raise ValueError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
-
 
 _KEYS = {"random": {"cond": plain_float, "mode": str},
          "digits": {"gamma": plain_float, "jitter": plain_float},
-         "singular": {"k": _column, "cond": plain_float, "mode": str}}
+         "singular": {"k": _column, "cond": plain_float, "mode": str},
+         "graded": {"decades": plain_float}}
 
 
 @dataclass(frozen=True)
@@ -518,8 +378,10 @@ class MatrixSpec:
     params: dict = field(default_factory=dict)
     text: str = ""
 
-    def fixed_n(self) -> int | None:
+    def fixed_n(self, structure: str = "hpd") -> int | None:
         """The order the source implies (classic3, file, digits default), else None."""
+        if self.kind == "digits" and _structure(structure) == "hermitian":
+            return 64   # the covariance of the 64 pixels
         if self.kind == "classic3":
             return 3
         if self.kind == "file":
@@ -530,6 +392,8 @@ class MatrixSpec:
 
     def describe(self, structure: str = "hpd") -> str:
         p, hpd = self.params, _structure(structure) == "hpd"
+        if structure == "hermitian" and self.kind not in ("classic3", "file"):
+            return _describe_hermitian(self)
         shape = f"{p.get('mode', 'geometric')} σ), cond={p.get('cond', 2.0):.3g}"
         if self.kind == "random":
             return ("random Hermitian PD (Haar Q, " if hpd
@@ -548,6 +412,11 @@ class MatrixSpec:
 
     def _unfit(self, structure: str) -> str | None:
         """Why this spec makes no matrix of ``structure`` (None when it does)."""
+        if structure == "hermitian":
+            return _unfit_hermitian(self)
+        if self.kind in ("spectrum", "graded"):
+            return (f"makes a Hermitian indefinite matrix (the input of the eigensolvers), not "
+                    f"a {'Hermitian positive definite' if structure == 'hpd' else 'general'} one")
         if structure == "general" and self.kind in ("classic3", "digits"):
             return (f"makes a Hermitian positive definite example, not a general matrix (the "
                     f"input of getrf); for general matrices use {_GENERAL_HELP}")
@@ -583,12 +452,15 @@ class MatrixSpec:
         device : str or torch.device
         seed : int
             Seeds random, lapack and singular; ignored by the deterministic sources.
-        structure : "hpd" or "general"
+        structure : "hpd", "general" or "hermitian"
             The matrix the op reads: Hermitian positive definite (potrf; ``random`` is
             :func:`spd`, ``lapack:TYPE`` a PO type, files are read with their rounding
-            noise symmetrized) or general (getrf; ``random`` is :func:`general`,
+            noise symmetrized), general (getrf; ``random`` is :func:`general`,
             ``lapack:TYPE`` a GE type, ``singular:k=K`` is :func:`general_singular`,
-            files keep their values).
+            files keep their values) or Hermitian (syevd; ``random`` and ``spectrum:KIND``
+            are :func:`hermitian_with_spectrum`, ``lapack:TYPE`` an SY eigen type,
+            ``graded`` is :func:`graded`, ``digits`` :func:`digits_covariance` (n = 64),
+            files keep their values); the known eigenvalues come in ``.eigenvalues``.
 
         Returns
         -------
@@ -599,7 +471,9 @@ class MatrixSpec:
         ValueError
             n missing or conflicting; batch conflicting with a file's; a spec that
             makes no matrix of that structure (classic3, digits or a PO-only LAPACK type
-            for general; singular or a GE-only type for hpd); k outside 1..n.
+            for general; singular or a GE-only type for hpd; spectrum and graded for both;
+            singular, options of digits or a type that is not an SY eigen type for
+            hermitian); k outside 1..n.
         InputFileError
             (a ``ValueError``) ``file:PATH`` cannot be read, is malformed, or
             holds another dtype than ``dtype``; see :func:`from_file`.
@@ -628,8 +502,10 @@ class MatrixSpec:
         if why:
             raise ValueError(f"--matrix {self.text!r} {why}")
         file_dtype, dtype = dtype, "float64" if dtype is None else dtype
-        if self.kind in ("random", "lapack", "singular") and n is None:
+        if self.kind in ("random", "lapack", "singular", "spectrum", "graded") and n is None:
             raise ValueError(f"--matrix {self.text} needs a size n")
+        if structure == "hermitian" and self.kind not in ("classic3", "file"):
+            return _make_hermitian(self, n, batch, dtype, device, seed)
         if self.kind == "singular":
             kw = {key: v for key, v in p.items() if key != "k"}
             if not p["k"] <= _order(n):
@@ -717,9 +593,28 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
     ``file:PATH``                    :func:`from_file`, values as stored
     ===============================  ===========================================
 
+    For Hermitian ones (``make(structure="hermitian")``, the eigensolvers):
+
+    =======================================  ===========================================
+    SPEC                                     input
+    =======================================  ===========================================
+    ``random``, ``random:cond=1e6``          :func:`hermitian_with_spectrum`, |λ|
+                                             geometric (``mode``: or arithmetic),
+                                             random signs
+    ``spectrum:KIND[,cond=C][,signs=S]``     the same with KIND one of :data:`SPECTRA`
+                                             (``spectrum:clustered,cond=1e8``), S
+                                             ``random`` (default) or ``positive``
+    ``lapack:TYPE``                          :func:`lapack_eig_test_matrix`, TYPE one of
+                                             :data:`LAPACK_SY_TYPES` (``lapack:band``)
+    ``graded`` / ``graded:decades=12``       :func:`graded` (default 8 decades)
+    ``digits``                               :func:`digits_covariance` (n = 64)
+    ``classic3``, ``file:PATH``              as for hpd; files keep their values
+    =======================================  ===========================================
+
     A spec is checked against the structure when the matrix is made
     (:meth:`MatrixSpec.make`): ``classic3`` and ``digits`` make no general matrix,
-    ``singular`` no positive definite one, and each structure has its LAPACK types.
+    ``singular`` no positive definite or Hermitian one, ``spectrum`` and ``graded`` only
+    Hermitian ones, and each structure has its LAPACK types.
 
     Raises
     ------
@@ -750,14 +645,18 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
             raise bad(f"mode must be one of {', '.join(MODES)}")
         numbers = [v for v in params.values() if isinstance(v, float)]
         if not all(np.isfinite(numbers)) or not params.get("cond", 1.0) >= 1 \
-                or not params.get("gamma", 1.0) > 0 or not params.get("jitter", 0.0) >= 0:
-            raise bad("need a finite cond >= 1, gamma > 0, jitter >= 0")
+                or not params.get("gamma", 1.0) > 0 or not params.get("jitter", 0.0) >= 0 \
+                or not params.get("decades", 0.0) >= 0:
+            raise bad("need a finite cond >= 1, gamma > 0, jitter >= 0, decades >= 0")
         if kind == "singular" and "k" not in params:
             raise bad("singular needs k=K, the zero column (1-based)")
+    elif kind == "spectrum":
+        params.update(_parse_spectrum(arg, bad))
     elif kind == "lapack":
-        if arg not in LAPACK_TYPES + LAPACK_GE_TYPES:
-            raise bad(f"LAPACK type must be one of {', '.join(LAPACK_TYPES)} (positive definite) "
-                      f"or {', '.join(LAPACK_GE_TYPES)} (general)")
+        if arg not in LAPACK_TYPES + LAPACK_GE_TYPES + LAPACK_SY_TYPES:
+            raise bad(f"LAPACK type must be one of {', '.join(LAPACK_TYPES)} (positive definite), "
+                      f"{', '.join(LAPACK_GE_TYPES)} (general) or {', '.join(LAPACK_SY_TYPES)} "
+                      f"(hermitian)")
         params["type"] = arg
     elif kind == "classic3":
         if arg not in ("", "negative"):
@@ -775,7 +674,7 @@ def parse_matrix_spec(spec: str) -> MatrixSpec:
 def achieved_cond(A, structure: str = "hpd") -> BatchMax:
     """2-norm condition number of A, (..., n, n), per matrix, in float64/complex128 on A's device.
 
-    ``structure="hpd"``: max|λ| / min|λ| of Hermitian A (``torch.linalg.eigvalsh``, lower
+    ``structure="hpd"`` or ``"hermitian"``: max|λ| / min|λ| of Hermitian A (``torch.linalg.eigvalsh``, lower
     triangle referenced); ``"general"``: σ_max / σ_min (``torch.linalg.svdvals``, all of A).
     inf for a singular matrix, 1 for n = 0.
     """

@@ -274,8 +274,10 @@ def test_property_general_singular(n, k, batch, dtype, seed):
 
 
 _WORDS = st.one_of(
-    st.sampled_from(["random", "classic3", "classic3:negative", "digits", "singular"]),
-    st.builds(lambda t: f"lapack:{t}", st.sampled_from(M.LAPACK_TYPES + M.LAPACK_GE_TYPES + ("x",))),
+    st.sampled_from(["random", "classic3", "classic3:negative", "digits", "singular", "graded",
+                     "graded:decades=3", "spectrum:clustered,cond=1e3", "spectrum:x"]),
+    st.builds(lambda t: f"lapack:{t}", st.sampled_from(M.LAPACK_TYPES + M.LAPACK_GE_TYPES
+                                                        + M.LAPACK_SY_TYPES + ("x",))),
     st.builds(lambda k, c: f"singular:k={k}" + (f",cond={c}" if c else ""),
               st.one_of(st.integers(-2, 12).map(str), st.sampled_from(["", "a", "1e1", "03"])),
               st.sampled_from(["", "10", "1e6", "0.5", "nan"])),
@@ -292,14 +294,15 @@ def test_property_spec_words(spec, n, structure, dtype, seed):
     whose getrf / potrf info is the one promised; or a one-line ValueError naming the word."""
     try:
         s = M.parse_matrix_spec(spec)
-        tm = s.make(n if s.fixed_n() is None else None, dtype=dtype, seed=seed, structure=structure)
+        tm = s.make(n if s.fixed_n(structure) is None else None, dtype=dtype, seed=seed,
+                    structure=structure)
     except ValueError as exc:
         msg = str(exc)
         assert "\n" not in msg and (repr(spec) in msg or spec in msg), msg
         return
     except ImportError:       # digits without scikit-learn
         return
-    fixed = s.fixed_n()
+    fixed = s.fixed_n(structure)
     assert tm.A.shape[-2:] == ((n, n) if fixed is None else (fixed, fixed))
     assert tm.A.dtype == dtype_info(dtype).torch
     assert torch.equal(tm.A, s.make(n if fixed is None else None, dtype=dtype, seed=seed,

@@ -33,6 +33,17 @@ _FLOPS = {
     "getri": (lambda n, k: 4 * n**3 / 3 - n**2 + 5 * n / 3,
               lambda n, k: _c(n * (5 * _F6 + n * (2 * n / 3 + Fraction(1, 2))),
                               n * (5 * _F6 + n * (2 * n / 3 - Fraction(3, 2))))),
+    # Hermitian eigensolvers (syevd / heevd, syevBatched, syevj), leading terms only: LAWN 41's
+    # full polynomials for sytrd (FMULS n·(n·(2n/3 + 5/2) − 1/6) − 15, FADDS
+    # n·(n·(2n/3 + 1) − 8/3) − 4) go negative for small n. Values only: the tridiagonal
+    # reduction sytrd, 2n³/3 mults + 2n³/3 adds = 4n³/3; the tridiagonal eigenvalues (sterf) are
+    # O(n²). With vectors: + the back-transformation ormtr (LAWN 41 unmqr(n, n, n): n³ mults,
+    # n³ adds = 2n³) + divide and conquer on the tridiagonal (stedc), at most 4n³/3 without
+    # deflation (Demmel, Applied Numerical Linear Algebra, §5.3.3; deflation makes it less),
+    # 4n³/3 + 4n³/3 + 2n³ = 14n³/3. (Golub & Van Loan count 9n³ for the symmetric QR algorithm
+    # with vectors, 4n³/3 without.) Complex: each mult 6, each add 2 real flops, as above.
+    "syevd": (lambda n, k: 14 * n**3 / 3, lambda n, k: _c(7 * n**3 / 3, 7 * n**3 / 3)),
+    "syevd_values": (lambda n, k: 4 * n**3 / 3, lambda n, k: _c(2 * n**3 / 3, 2 * n**3 / 3)),
 }
 FLOP_ROUTINES = (*_FLOPS, "inverse_potrs", "inverse_getrs")
 NEEDS_NRHS = ("potrs", "trsm", "getrs")
@@ -58,7 +69,16 @@ def flops(routine: str, n: int, nrhs: int | None = None, complex: bool = False) 
     getrf          2n³/3 − n²/2 + 5n/6   8n³/3 − n² + 13n/3  (square)
     getrs          nrhs·(2n² − n)        nrhs·(8n² − 2n)
     getri          4n³/3 − n² + 5n/3     16n³/3 + 20n/3
+    syevd          14n³/3                56n³/3  (values and vectors; leading terms)
+    syevd_values   4n³/3                 16n³/3  (values only; leading terms)
     ============== ===================== ==========================
+
+    ``syevd`` / ``syevd_values`` are the Hermitian eigensolvers (``?syevd`` / ``?heevd``,
+    cuSOLVER ``Xsyevd``, ``syevBatched``, ``syevj``; ``torch.linalg.eigh`` / ``eigvalsh``),
+    counted as tridiagonal reduction (LAWN 41 ``sytrd``, 4n³/3) plus, with vectors, the
+    back-transformation (``ormtr``, 2n³) and divide and conquer without deflation (at most
+    4n³/3); the lower-order terms are left out. A Jacobi solver (``syevj``) does more work
+    than this; quote its rate against this count as the yardstick, as for ``potri``.
 
     Quote GFLOP/s with the count named; for any way of computing A⁻¹ the honest
     yardstick is the ``potri`` count (Hermitian positive definite A) or the

@@ -112,8 +112,8 @@ def run(args) -> int:
         fixed, file_batch = probe.shape[-1], tuple(probe.shape[:-2])
         del probe
     else:
-        fixed = spec.fixed_n()
-    if spec.kind == "digits" and args.n is not None:
+        fixed = spec.fixed_n(op.structure)
+    if spec.kind == "digits" and args.n is not None and op.structure != "hermitian":
         fixed = None   # digits takes any n up to its samples (the first n); its default is all
     if args.n is not None and fixed is not None and any(k != fixed for k in args.n):
         raise UsageError(f"--n {','.join(map(str, args.n))}: --matrix {args.matrix} has n = {fixed}")
@@ -241,7 +241,8 @@ def register(sub) -> None:
                    help="float32,float64,complex64,complex128 (default float64, or a file's own)")
     add_option_flags(p)
     p.add_argument("--matrix", default="random",
-                   help="input spec: random, random:cond=1e6, lapack:ill, classic3, file:PATH, digits")
+                   help="input spec: random, random:cond=1e6, lapack:ill, classic3, file:PATH, "
+                        "digits; for eigensolvers also spectrum:clustered,cond=1e8, graded")
     p.add_argument("--device", default=None, help="cuda:0, cuda:1, ... or cpu (default: cuda:0 if present)")
     p.add_argument("--preferred", type=choice(("default", "cusolver", "magma"), "library"),
                    default=None,

@@ -338,8 +338,9 @@ class Op:
         The op's keywords (``upper``; ``left``, ``adjoint``; ``pivot``); every callable below
         receives them as one :class:`Options`.
     structure : {"hpd", "general", "hermitian"}
-        What the matrix the inputs are made from is: Hermitian positive definite, a general
-        square matrix, or Hermitian (indefinite).
+        What the matrix the inputs are made from is: Hermitian positive definite, a
+        general square matrix, or Hermitian (indefinite in general; the eigensolvers read
+        one triangle), :data:`cusolver_trace.matrices.STRUCTURES`.
     make_inputs : callable
         ``(A, B, given: dict, opts, nrhs: int, seed: int) -> Inputs`` from a matrix A of
         :attr:`structure` (``given``: inputs handed over as they are, by name, e.g.

@@ -293,7 +293,7 @@ def test_only_the_triangle_is_read(lib, dtype, upper):
         junk[:, other] = np.nan                                    # the triangle not read
         if np.iscomplexobj(a):
             idx = np.arange(n)
-            junk[:, idx, idx] += 1j * np.nan_to_num(np.inf)       # the diagonal's imaginary part
+            junk[:, idx, idx] += 1e30j                   # the diagonal's imaginary part
         w, v, info = solve(lib, a, upper)
         wj, vj, infoj = solve(lib, junk, upper)
         np.testing.assert_array_equal(info, infoj)
@@ -320,3 +320,27 @@ def test_source_is_the_gpu_source():
     assert 'extern "C" __global__ void __launch_bounds__(256) jacobi_d3v(' in text
     assert "jacobi_kernel<double, 1, 3, true>" in text
     assert "jacobi_kernel<float, 2, 8, false>" in src.kernel_source("c", 8, False)
+
+
+def test_entry_point_validation_and_the_table_row():
+    import torch
+
+    from cusolver_trace import routines
+    from cusolver_trace.backends import jacobi_small as js
+
+    assert js.JACOBI_MAX_N == 8
+    with pytest.raises(ValueError, match="n <= 8, got n = 9"):
+        js._validate(torch.zeros(2, 9, 9), False, True, None)
+    with pytest.raises(TypeError, match="float32, float64, complex64 or complex128"):
+        js._validate(torch.zeros(2, 3, 3, dtype=torch.float16), False, True, None)
+    with pytest.raises(ValueError, match="max_sweeps"):
+        js._validate(torch.zeros(2, 3, 3), False, True, 0)
+    with pytest.raises(ValueError, match=r"\(\.\.\., n, n\)"):
+        js._validate(torch.zeros(2, 3, 4), False, True, None)
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        js._validate(torch.zeros(2, 3, 3), False, True, None)
+    row = routines.SYEV.row("jacobi")
+    assert row.gpu_only and row.cpu is None and row.flops == "syevd"
+    assert row.mirrors == "cyclic Jacobi (cusolver-trace kernel)"
+    with pytest.raises(ValueError, match="GPU"):
+        routines.eigh(np.eye(3), method="jacobi")

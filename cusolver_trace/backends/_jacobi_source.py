@@ -72,9 +72,9 @@ template<typename R> struct JT<R, 1> {
     JD static R norm2(E x) { return x * x; }
     JD static E fill(R x) { return x; }
     // the rotation's g (signed: the classic real formulas) and the phase (none: 1)
-    JD static R gval(E x, R m) { return x; }
-    JD static E phase(E x, R m) { return (R)1; }
-    JD static E mulp(E p, E x) { return x; }
+    JD static R gval(E x, R) { return x; }
+    JD static E phase(E, R) { return (R)1; }
+    JD static E mulp(E, E x) { return x; }
     JD static E lin(R c, E x, R s, E y) { return c * x + s * y; }
 };
 
@@ -90,7 +90,7 @@ template<typename R> struct JT<R, 2> {
     JD static R norm2(E x) { return x.re * x.re + x.im * x.im; }
     JD static E fill(R x) { E z; z.re = x; z.im = x; return z; }
     // a_pq = g e^{i phi}, g = |a_pq| > 0; the phase conj(a_pq) / g makes it real
-    JD static R gval(E x, R m) { return m; }
+    JD static R gval(E, R m) { return m; }
     JD static E phase(E x, R m) { E z; z.re = x.re / m; z.im = -x.im / m; return z; }
     JD static E mulp(E p, E x) { E z; z.re = p.re * x.re - p.im * x.im; z.im = p.re * x.im + p.im * x.re; return z; }
     JD static E lin(R c, E x, R s, E y) { E z; z.re = c * x.re + s * y.re; z.im = c * x.im + s * y.im; return z; }

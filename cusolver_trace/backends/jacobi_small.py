@@ -103,8 +103,6 @@ def _validate(a, upper, vectors, max_sweeps) -> int:
     if a.dtype not in _SUPPORTED:
         raise TypeError(f"syevj_small takes float32, float64, complex64 or complex128, got "
                         f"{a.dtype}")
-    if a.device.type != "cuda":
-        raise ValueError(f"syevj_small runs on CUDA tensors, got one on {a.device}")
     if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"a must be (..., n, n), got shape {tuple(a.shape)}")
     n = a.shape[-1]
@@ -116,6 +114,8 @@ def _validate(a, upper, vectors, max_sweeps) -> int:
     if max_sweeps is not None and (isinstance(max_sweeps, bool) or not isinstance(
             max_sweeps, (int, np.integer)) or max_sweeps < 1):
         raise ValueError(f"max_sweeps must be an int >= 1, got {max_sweeps!r}")
+    if a.device.type != "cuda":
+        raise ValueError(f"syevj_small runs on CUDA tensors, got one on {a.device}")
     return n
 
 

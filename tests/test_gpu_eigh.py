@@ -111,12 +111,14 @@ def test_a_million_3x3_matrices():
 
 
 @pytest.mark.parametrize("method", ["Xsyevd", "XsyevBatched", "syevjBatched", "syevj", "syevd",
-                                    "torch", "auto"])
+                                    "jacobi", "torch", "auto"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,batch", [(3, 1000), (8, 100), (32, 10), (33, 4), (128, 3)])
 def test_every_row_passes_the_eigen_ratios(method, dtype, n, batch):
     if method == "syevjBatched" and n > 32:
         pytest.skip("syevjBatched takes n <= 32")
+    if method == "jacobi" and n > 8:
+        pytest.skip("jacobi takes n <= 8")
     A = _A(n, batch, dtype, seed=7)
     before = A.clone()
     w, V = routines.eigh(A, method=method, UPLO="U")

@@ -5,9 +5,11 @@ Rows: torch's library routines (``Xsyevd``: a loop of ``cusolverDnXsyevd``; ``Xs
 ``cusolverDnXsyevBatched``, in calls of at most 32,768 matrices so that any batch runs;
 ``syevj``: a loop of ``cusolverDn<t>syevj``), the routines torch does not call
 (``syevjBatched``: Jacobi on the whole batch, n <= 32; ``syevd``: the legacy 32-bit
-``cusolverDn<t>syevd``), and torch's own call (``torch``). The CPU column of every row but
-``torch`` runs LAPACK ``?syevd`` / ``?heevd`` (:func:`cusolver_trace.backends.cpu.syevd`), the
-routine torch's CPU path calls.
+``cusolverDn<t>syevd``), the project's own kernel (``jacobi``: one CUDA thread per matrix,
+cyclic Jacobi, n <= 8, :mod:`cusolver_trace.backends.jacobi_small`; GPU only) and torch's own
+call (``torch``). The CPU column of ``Xsyevd``, ``XsyevBatched`` and ``syevd`` runs LAPACK
+``?syevd`` / ``?heevd`` (:func:`cusolver_trace.backends.cpu.syevd`), the routine torch's CPU
+path calls.
 
 Each routine reads: validate → resolve ``method`` through :data:`SYEV` → run → check. The check
 (``check=True``, the one check policy of :mod:`cusolver_trace.routines`): ``info > 0`` raises
@@ -45,6 +47,16 @@ def _lib(api: str, **kw):
         return (W, V), info
     run.__name__ = f"cuda_{api}"
     return run
+
+
+def _jacobi(a, upper: bool, vectors: bool):
+    from ..backends.jacobi_small import syevj_small
+
+    W, V, info = syevj_small(a, upper, vectors)
+    return (W, V), info
+
+
+_JACOBI_MAX_N = 8   # backends.jacobi_small.JACOBI_MAX_N, without importing the backend
 
 
 def _lapack(a: np.ndarray, upper: bool, vectors: bool):
@@ -89,6 +101,8 @@ SYEV = Table("eigh", {
     "syevd": Impl("syevd", "cusolverDn<t>syevd / heevd per matrix (legacy 32-bit API)",
                   _lib("syevd"), _lapack, "syevd", "cusolverDn{T}syevd",
                   "LAPACK {t}syevd"),
+    "jacobi": Impl("jacobi", "one CUDA thread per matrix, cyclic Jacobi (n <= 8)", _jacobi,
+                   None, "syevd", "cyclic Jacobi (cusolver-trace kernel)"),
     "torch": Impl("torch", "torch.linalg.eigh / eigvalsh itself", _torch_cuda, _torch_cpu,
                   "syevd", "torch.linalg.eigh", "torch.linalg.eigh"),
 }, auto={
@@ -155,6 +169,9 @@ def _syev(A, UPLO, check, method, vectors: bool):
     if used == "syevjBatched" and n > 32:   # on the CPU too: one domain
         raise ValueError(f"method 'syevjBatched' (cusolverDn<t>syevjBatched) takes matrices of "
                          f"order <= 32, got n = {n}")
+    if used == "jacobi" and n > _JACOBI_MAX_N:
+        raise ValueError(f"method 'jacobi' (one CUDA thread per matrix, cyclic Jacobi) takes "
+                         f"matrices of order <= {_JACOBI_MAX_N}, got n = {n}")
     real = np.dtype(a.dtype.numpy).type(0).real.dtype
     if n == 0 or batch == 0:
         if a.kind == "numpy":
@@ -207,8 +224,8 @@ def eigh(A: ArrayLike, *, UPLO: str = "L", check: bool = True,
     NonFiniteError
         (``LinAlgError``) ``check=True`` and NaN / Inf in the result.
     ValueError
-        A not square; UPLO not L / U; unknown method; ``syevjBatched`` with n > 32; a GPU-only
-        method on the CPU.
+        A not square; UPLO not L / U; unknown method; ``syevjBatched`` with n > 32, ``jacobi``
+        with n > 8; a GPU-only method on the CPU.
     TypeError
         Unsupported dtype or array type; ``check`` not a bool.
     ~cusolver_trace.errors.CuSolverStatusError

@@ -294,7 +294,8 @@ def test_run_sweep_cpu_rows(op, cpu_load_ignored):
         assert r["status"] == "ok", r
         assert r["check"] == {"cholesky": "pot01", "cholesky_solve": "pot02", "lu_factor": "get01",
                               "lu_solve": "get02", "solve": "get02", "inv": "get03",
-                              "det": "det", "slogdet": "slogdet"}.get(op, "pot03")
+                              "det": "det", "slogdet": "slogdet", "eigh": "syt21",
+                              "eigvalsh": "eigvals"}.get(op, "pot03")
         assert r["ratio"] < checks.THRESHOLD and r["median_ms"] > 0 and r["gflops"] > 0
         assert r["clock"] == "thread_time" and r["ceiling_gflops"] > 0
         assert r["pct_of_ceiling"] == pytest.approx(100 * r["gflops"] / r["ceiling_gflops"])

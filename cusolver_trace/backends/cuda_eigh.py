@@ -38,7 +38,7 @@ import torch
 from .._dtypes import dtype_info
 from ..raw import cusolver as cs
 from ..raw import cusolver_eig as ce
-from ._context import bound, size_key
+from ._context import bound
 from .cuda import _dtype, on_tensor_device
 from .cuda_copy import column_major_layout
 
@@ -148,10 +148,9 @@ def syevd(a: torch.Tensor, upper: bool = False, vectors: bool = True, api: str =
         for b0 in range(0, batch, per):
             m = min(per, batch - b0)
             A_, W_ = p0 + b0 * step, w0 + b0 * wstep
-            dbytes, hbytes = ctx.sizes.get_or(
-                size_key("XsyevBatched", cdt, uplo, n, lda, jobz, m),
-                lambda: ce.XsyevBatched_bufferSize(ctx.solver, ctx.params, jobz, uplo, n, cdt, A_,
-                                                   lda, wdt, W_, cdt, m))
+            # asked on every call, as torch does (a cached size would drop a logged call)
+            dbytes, hbytes = ce.XsyevBatched_bufferSize(ctx.solver, ctx.params, jobz, uplo, n,
+                                                        cdt, A_, lda, wdt, W_, cdt, m)
             work = ctx.scratch.get(dbytes, ctx.stream).data_ptr()
             host = np.empty(max(hbytes, 1), dtype=np.uint8)
             ce.XsyevBatched(ctx.solver, ctx.params, jobz, uplo, n, cdt, A_, lda, wdt, W_, cdt, work,

@@ -17,7 +17,7 @@ import torch
 from ._base import BatchMax, _herm, _norm1, _pair, _square, as_tensor, batch_max, ieee_fp32
 from .._dtypes import dtype_info
 
-__all__ = ["eig_residual", "eig_orthogonality", "eig_reference", "eig_values", "eig_check",
+__all__ = ["eig_residual", "eig_orthogonality", "eig_reference", "eig_values", "eig_check", "ulp",
            "normalize_phase", "eigvec_distance"]
 
 
@@ -34,15 +34,15 @@ def _values(A: torch.Tensor, w, name="w") -> torch.Tensor:
 
 
 def eig_residual(A, w, V, upper: bool = False) -> BatchMax:
-    """Decomposition ratio ‖A − V·diag(w)·Vᴴ‖₁ / (n · ‖A‖₁ · eps) (``?syt21`` ITYPE 1, test 1).
+    """Decomposition ratio ‖A − V·diag(w)·Vᴴ‖₁ / (n · ‖A‖₁ · ulp) (``?syt21`` ITYPE 1, test 1).
 
     As LAPACK's ``dsyt21`` / ``zhet21``: the residual A − Σⱼ wⱼ·vⱼ·vⱼᴴ is formed in the
     working precision (float32 / complex64 products on CUDA forced to IEEE fp32) and measured
     with ``?lansy('1')`` on the triangle that was read; anorm = max(‖A‖₁, sfmin) and the
     result is ``(wnorm / anorm) / (n·eps)`` where anorm > wnorm, else
-    ``min(wnorm, n·anorm) / anorm / (n·eps)`` (so it is at most 1/eps), in float64.
-    ``?syt21`` divides by ulp = 2·eps: these ratios are twice LAPACK's (the package's eps is
-    ``?lamch('E')``, see :mod:`cusolver_trace.checks`).
+    ``min(wnorm, n·anorm) / anorm / (n·ulp)`` (so it is at most 1/ulp), in float64, with
+    ``?syt21``'s ulp = ``?lamch('Epsilon')·?lamch('Base')`` = 2·eps (the package's eps is
+    ``?lamch('E')``, see :mod:`cusolver_trace.checks`): LAPACK's own ratio.
 
     Parameters
     ----------
@@ -89,15 +89,27 @@ def eig_residual(A, w, V, upper: bool = False) -> BatchMax:
     anorm = _norm1(Ah).to(torch.float64).clamp_min(tiny).expand(batch)   # NaN stays NaN
     wnorm = _norm1(_herm(R, upper)).to(torch.float64).expand(batch)
     r = torch.where(anorm > wnorm, wnorm / anorm, torch.minimum(wnorm, n * anorm) / anorm)
-    return batch_max(r / (n * info.lapack_eps))
+    return batch_max(r / (n * ulp(A.dtype)))
+
+
+def ulp(dtype) -> float:
+    """``?syt21``'s ULP, ``?lamch('Epsilon')·?lamch('Base')``: 2·eps of the dtype's precision
+    (2⁻²³ for float32 / complex64, 2⁻⁵² for float64 / complex128).
+
+    Examples
+    --------
+    >>> ulp("float64") == 2.0 ** -52
+    True
+    """
+    return 2 * dtype_info(dtype).lapack_eps
 
 
 def eig_orthogonality(V) -> BatchMax:
-    """Orthogonality ratio min(‖I − Vᴴ·V‖₁, n) / (n · eps) (``?syt21`` ITYPE 1, test 2).
+    """Orthogonality ratio min(‖I − Vᴴ·V‖₁, n) / (n · ulp) (``?syt21`` ITYPE 1, test 2).
 
     The product in the working precision (IEEE fp32 on CUDA for float32 / complex64), the
-    division in float64. ``?syt21`` forms V·Vᴴ (the same for square V) and divides by
-    ulp = 2·eps.
+    division in float64. ``?syt21`` forms V·Vᴴ (the same for square V); ulp = 2·eps as
+    there (:func:`ulp`).
 
     Parameters
     ----------
@@ -106,7 +118,7 @@ def eig_orthogonality(V) -> BatchMax:
     Returns
     -------
     BatchMax
-        0 for n = 0; at most 1/eps; NaN where V holds a NaN.
+        0 for n = 0; at most 1/ulp; NaN where V holds a NaN.
 
     Examples
     --------
@@ -121,7 +133,7 @@ def eig_orthogonality(V) -> BatchMax:
     with ieee_fp32(V):
         W = torch.eye(n, dtype=V.dtype, device=V.device) - V.mH @ V
     r = _norm1(W).to(torch.float64).clamp_max(n)
-    return batch_max(r / (n * dtype_info(V.dtype).lapack_eps))
+    return batch_max(r / (n * ulp(V.dtype)))
 
 
 def eig_reference(A, upper: bool = False) -> torch.Tensor:
@@ -161,13 +173,13 @@ def eig_reference(A, upper: bool = False) -> torch.Tensor:
 
 
 def eig_values(A, w, upper: bool = False, reference=None) -> BatchMax:
-    """Eigenvalue ratio maxᵢ |wᵢ − refᵢ| / (max(n, 1) · eps · ‖A‖₁) against a float64 reference.
+    """Eigenvalue ratio maxᵢ |wᵢ − refᵢ| / (max(n, 1) · ulp · ‖A‖₁) against a float64 reference.
 
     Follows ``ddrvst``'s eigenvalue comparison (test 3: the largest difference of two
     eigenvalue sets, there ``/ (ulp·max|D|)``) but with ``?syt21``'s n·‖A‖₁ scale: a
     backward-stable solver has |wᵢ − λᵢ| <= ‖E‖₂ with ‖E‖ a small multiple of n·eps·‖A‖
     (Weyl), whatever the conditioning of the eigenvectors. ref is :func:`eig_reference`;
-    ‖A‖₁ of the Hermitian matrix read, eps of A's dtype. w must be ascending, as syevd
+    ‖A‖₁ of the Hermitian matrix read, ulp (:func:`ulp`) of A's dtype. w must be ascending, as syevd
     returns it (it is compared entry by entry, not sorted).
 
     Parameters
@@ -181,7 +193,7 @@ def eig_values(A, w, upper: bool = False, reference=None) -> BatchMax:
     Returns
     -------
     BatchMax
-        0 for n = 0. A = 0 (as ``?syt21``): 0 if w equals ref, else 1/eps. NaN where A, w
+        0 for n = 0. A = 0 (as ``?syt21``): 0 if w equals ref, else 1/ulp. NaN where A, w
         or the reference holds a NaN.
 
     Raises
@@ -208,7 +220,7 @@ def eig_values(A, w, upper: bool = False, reference=None) -> BatchMax:
     batch = torch.broadcast_shapes(A.shape[:-2], w.shape[:-1], ref.shape[:-1])
     if n == 0:
         return batch_max(torch.zeros(batch))
-    eps = dtype_info(A.dtype).lapack_eps
+    eps = ulp(A.dtype)
     diff = (w.to("cpu", torch.float64) - ref.to("cpu")).abs().amax(-1).expand(batch)
     anorm = _norm1(_herm(A, upper)).to("cpu", torch.float64).expand(batch)
     r = diff / (n * eps * anorm)

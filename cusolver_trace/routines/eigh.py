@@ -109,16 +109,30 @@ SYEV = Table("eigh", {
     "cpu: LAPACK syevd / heevd (torch's CPU path)": AutoRule("Xsyevd", device="cpu"),
     "n <= 8: the Jacobi kernel, one thread per matrix": AutoRule("jacobi", device="cuda",
                                                                  n_max=8),
+    "batches of 2+ matrices, 9 <= n <= 32: syevjBatched": AutoRule(
+        "syevjBatched", device="cuda", batch_min=2, n_min=9, n_max=32),
     "batches of 2+ matrices: cusolverDnXsyevBatched, any batch size": AutoRule(
         "XsyevBatched", device="cuda", batch_min=2),
     "otherwise: torch's own choice": AutoRule("torch"),
 })
 """The methods of :func:`eigh` and :func:`eigvalsh` (flops: ``syevd``, or ``syevd_values``
 without vectors). ``auto`` on the GPU: n <= 8 runs the Jacobi kernel (one thread per matrix,
-any batch); other batches of two or more matrices run ``XsyevBatched`` in calls of at most
-32,768 matrices (the routine torch 2.12+ calls for every shape, which also runs the batches
+any batch); batches of 9 <= n <= 32 ``syevjBatched`` (0.85 ms at 1000 × 32 against
+``XsyevBatched``'s 1.09 and torch's 0.98); other batches of two or more matrices run
+``XsyevBatched`` in calls of at most 32,768 matrices (the routine torch 2.12+ calls for every shape, which also runs the batches
 torch cannot); one matrix runs torch's own call. Measured on an H200 (torch 2.11.0+cu130,
 float64, checks on, ``benchmarks/eigh_table.py``, 2026-12-03; docs/performance.md)."""
+
+
+#: Rows whose kernel reports non-finite input in ``info`` (n + 1, with NaN results), so that
+#: their check reads ``info`` alone (one reduction and one synchronization).
+_INFO_SAYS_ALL = frozenset({"jacobi"})
+
+
+def torch_isfinite(t):
+    import torch
+
+    return torch.isfinite(t)
 
 
 def _uplo(UPLO) -> bool:
@@ -196,7 +210,17 @@ def _syev(A, UPLO, check, method, vectors: bool):
     row = SYEV.rows[used]
     (w, v), info = (row.cuda(a.data, upper, vectors) if a.on_gpu
                     else row.cpu(as_numpy(a), upper, vectors))
-    if check:
+    if check and used in _INFO_SAYS_ALL and a.on_gpu:
+        if bool(info.any()):   # the kernel's info also flags non-finite input (NaN results)
+            name = routine_name(row, a.dtype.name, True)
+            nan = (~torch_isfinite(w).reshape(batch, -1).all(-1)).nonzero()
+            if len(nan):
+                i = int(nan[0])
+                raise NonFiniteError(name, "the eigenvalues or eigenvectors have non-finite "
+                                     "entries (NaN / Inf in the triangle read)",
+                                     i if batch_shape else None, tuple(batch_shape))
+            raise_for_info(name, info.reshape(batch_shape), batch_shape, NoConvergenceError)
+    elif check:
         _check(routine_name(row, a.dtype.name, a.on_gpu), info, w, v, batch_shape)
     return wrap(w, a), (wrap(v, a) if vectors else None)
 

@@ -353,3 +353,70 @@ def test_lu_compare_gives_a_verdict_and_leaves_the_input(m, op, flip):
         assert c.verdict == "failed-alike" or c.torch.info == c.replay.info
     assert c.verdict != "MISMATCH", (spec, c.notes)
     assert _same(values, A)
+
+
+# --------------------------------------------------------------------------- the eigensolvers
+EIG_DEFECTS = ("none", "nan_read", "inf_read", "garbage_unread", "zero", "repeated")
+
+
+@st.composite
+def hermitian_matrices(draw):
+    """(A as the op gets it, the same values as a plain tensor, what was done to it): Hermitian
+    matrices of every dtype, batch shape and layout; NaN / Inf in the triangle read, garbage in
+    the triangle not read, zero, repeated eigenvalues."""
+    from cusolver_trace.matrices import hermitian
+
+    n = draw(st.integers(0, 6))
+    batch = draw(st.sampled_from(BATCHES))
+    dtype = draw(st.sampled_from(DTYPES))
+    upper = draw(st.booleans())
+    defect = draw(st.sampled_from(EIG_DEFECTS)) if n >= 2 else "none"
+    A = hermitian(n, batch=batch, cond=10, dtype=dtype, seed=draw(st.integers(0, 3)),
+                  spectrum="repeated" if defect == "repeated" else "geometric")
+    read = (0, n - 1) if upper else (n - 1, 0)
+    if not A.numel():
+        defect = "none"
+    else:
+        if defect in ("nan_read", "inf_read"):
+            A[..., read[0], read[1]] = float("nan" if defect == "nan_read" else "inf")
+        elif defect == "garbage_unread":
+            A[..., read[1], read[0]] = 1e30
+        elif defect == "zero":
+            A.zero_()
+    view = draw(st.sampled_from(VIEWS))
+    return _view(A, view), A.clone(), dict(n=n, batch=batch, dtype=dtype, defect=defect,
+                                            upper=upper, view=view)
+
+
+@SETTINGS
+@given(hermitian_matrices(), st.sampled_from(("eigh", "eigvalsh")))
+def test_eig_compare_gives_a_verdict_and_leaves_the_input(m, op):
+    """Any Hermitian input, either triangle: a verdict (no exception), never MISMATCH, a
+    healthy input judged equal or within tolerance, and the input unchanged."""
+    A, values, spec = m
+    c = compare(op, A, timing=False, provenance=False, UPLO="U" if spec["upper"] else "L")
+    assert c.verdict in VERDICTS and c.verdict != "MISMATCH", (spec, c.notes)
+    if spec["defect"] in ("none", "garbage_unread", "zero", "repeated"):
+        assert c.verdict in ("bitwise-equal", "within-tolerance"), (spec, c.verdict, c.notes)
+    assert _same(values, A)
+
+
+@SETTINGS
+@given(hermitian_matrices(), st.sampled_from(("auto", "Xsyevd", "XsyevBatched", "syevd", "torch")))
+def test_eigh_is_correct_or_raises_and_leaves_the_input(m, method):
+    """ct.eigh / ct.eigvalsh: LAPACK's eigen ratios < 30 on what the triangle says, or a
+    documented LinAlgError for NaN / Inf there; the input unchanged."""
+    A, values, spec = m
+    uplo = "U" if spec["upper"] else "L"
+    try:
+        w, V = ct.eigh(A, UPLO=uplo, method=method)
+        w2 = ct.eigvalsh(A, UPLO=uplo, method=method)
+    except (np.linalg.LinAlgError, torch.linalg.LinAlgError):   # method="torch": torch's own
+        assert spec["defect"] in ("nan_read", "inf_read"), spec
+    else:
+        assert spec["defect"] not in ("nan_read", "inf_read") or method == "torch", spec
+        if spec["defect"] not in ("nan_read", "inf_read"):
+            assert float(checks.eig_check(values, _values(w), _values(V),
+                                          upper=spec["upper"])) < 30
+            assert float(checks.eig_check(values, _values(w2), upper=spec["upper"])) < 30
+    assert _same(values, A)

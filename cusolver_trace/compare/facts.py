@@ -61,7 +61,8 @@ class Facts:
     failures_agree : bool
         The same matrices fail on both sides (info non-zero), whatever each reports, or one
         side's result is at the rounding level of the other's failure (the op's
-        ``near_failure``). On a path that is not exact: ``failed-alike``, not ``MISMATCH``.
+        ``near_failure``); where torch raised, the replay's first failing matrix is the one
+        torch names. On a path that is not exact: ``failed-alike``, not ``MISMATCH``.
     healthy_agree : bool or None
         Where some matrices of a batch leave the result unspecified (a failing info, or
         non-finite input), whether the others agree (bitwise on an exact path; otherwise
@@ -131,7 +132,8 @@ def verdict(f: Facts) -> str:
     if f.calls_differ:
         return "MISMATCH"
     if f.torch_raised:
-        return "failed-alike" if f.info_agree else "MISMATCH"
+        alike = f.info_agree or (f.failures_agree and not f.exact_path)
+        return "failed-alike" if alike else "MISMATCH"
     if f.info_failed and f.fails_on_info:
         failed_alike = f.info_agree or (f.failures_agree and not f.exact_path)
         return "failed-alike" if failed_alike and healthy else "MISMATCH"
@@ -292,8 +294,9 @@ def failures_alike(op, inputs, run, f: Facts) -> bool:
     may: both fail (at any k), or one fails at k where the other's result is at the rounding
     level of failing there (the op's ``near_failure``: the pivot rule). Only a path that is
     not exact uses this (:func:`verdict`)."""
-    if run.t_error is not None:
-        return False
+    if run.t_error is not None:   # torch raised for its first failing matrix: the same one?
+        ft, fr = first_failure(f.t_info), first_failure(f.r_info)
+        return ft is not None and fr is not None and ft[0] == fr[0]
     pairs = list(zip(f.t_info, f.r_info))
     if all((a != 0) == (b != 0) for a, b in pairs):
         return True

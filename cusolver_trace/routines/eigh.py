@@ -262,7 +262,10 @@ def eigh(A: ArrayLike, *, UPLO: str = "L", check: bool = True,
     TypeError
         Unsupported dtype or array type; ``check`` not a bool.
     ~cusolver_trace.errors.CuSolverStatusError
-        A library status (``method="torch"`` on a batch torch cannot run raises torch's error).
+        A library status.
+    torch.linalg.LinAlgError, RuntimeError
+        ``method="torch"`` raises what torch raises (a failed convergence; on the GPU a batch
+        of 65,536 or more, which torch cannot run).
 
     Work (LAWN 41-style count ``syevd``): about 9n³ real flops with eigenvectors.
 

@@ -238,6 +238,8 @@ def _fold_once(items: list, max_period: int) -> list:
     sigs = []
     for x in items:
         s = x.sig if x.sig is not None else ("node", id(x))
+        if isinstance(x, CallNode):   # a node stands for `count` calls: [A×4, B] is not [A, B]
+            s = (s, x.count)
         sigs.append(intern.setdefault(s, s))
     n = len(items)
     out: list = []

@@ -32,6 +32,8 @@ API logs in ``tests/data/h200-torch2.11-cu130/lu-eigh/`` (tests/test_eigh_dispat
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -55,13 +57,6 @@ XSYEV_BATCHED_MAX = 32768
 def _check_api(api: str) -> None:
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, got {api!r}")
-
-
-def _count(shape) -> int:
-    c = 1
-    for d in shape:
-        c *= d
-    return c
 
 
 @on_tensor_device
@@ -114,7 +109,7 @@ def syevd(a: torch.Tensor, upper: bool = False, vectors: bool = True, api: str =
     a = a.detach()
     dt = _dtype(a.dtype)
     *bshape, n, _ = a.shape
-    batch = _count(bshape)
+    batch = math.prod(bshape)
     if api == "syevjBatched" and n > SYEVJ_BATCHED_MAX_N:
         raise ValueError(f"cusolverDn{dt.prefix.upper()}syevjBatched takes n <= "
                          f"{SYEVJ_BATCHED_MAX_N}, got n = {n}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ._model import UP_TO_2_11, DispatchRule, Inputs, Method, OpError, Option, When
+from ._model import (UP_TO_2_11, DispatchRule, Inputs, Method, OpError, Option, When, host,
+                     lazy_backend)
 
 UPLO = Option(
     "UPLO", "L", ("L", "U"), "--uplo",
@@ -106,22 +107,7 @@ _API = {"batched": "XsyevBatched", "xsyevd": "Xsyevd", "syevj": "syevj", "magma"
 _BACKEND = {"batched": "cusolver", "xsyevd": "cusolver", "syevj": "cusolver",
             "magma": "magma", "host": "lapack"}
 
-_CUDA = None
-
-
-def cuda():
-    """:mod:`cusolver_trace.backends.cuda_eigh`, imported on first use (it loads nvmath)."""
-    global _CUDA
-    if _CUDA is None:
-        from ..backends import cuda_eigh as backend
-
-        _CUDA = backend
-    return _CUDA
-
-
-def host(t):
-    """A CPU tensor's values as a NumPy array for LAPACK (conjugate / negative bits resolved)."""
-    return t.detach().resolve_conj().resolve_neg().numpy()
+cuda = lazy_backend("cuda_eigh")
 
 
 def shaped(result, vectors: bool):

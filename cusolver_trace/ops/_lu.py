@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ._model import (UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, Method, OpError, When,
-                     bool_option)
+                     bool_option, host, lazy_backend)  # noqa: F401  (host: fam.host)
 
 PIVOT = bool_option("pivot", True, "--pivot", ("true", "yes"), ("false", "no"),
                     {True: "piv", False: "nopiv"},
@@ -118,22 +118,7 @@ def near_failure(inputs: Inputs, result, member: int, k: int) -> bool:
     return pivot <= tol * scale
 
 
-_CUDA = None
-
-
-def cuda():
-    """:mod:`cusolver_trace.backends.cuda_lu`, imported on first use (it loads CuPy / nvmath)."""
-    global _CUDA
-    if _CUDA is None:
-        from ..backends import cuda_lu as backend
-
-        _CUDA = backend
-    return _CUDA
-
-
-def host(t):
-    """A CPU tensor's values as a NumPy array for LAPACK (conjugate / negative bits resolved)."""
-    return t.detach().resolve_conj().resolve_neg().numpy()
+cuda = lazy_backend("cuda_lu")
 
 
 # --------------------------------------------------------------------------- lu_factor's dispatch

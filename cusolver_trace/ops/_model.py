@@ -259,6 +259,26 @@ class Inputs:
                       list(self.notes), self.factor_failed)
 
 
+def host(t):
+    """A CPU tensor's values as a NumPy array for LAPACK (conjugate / negative bits resolved)."""
+    return t.detach().resolve_conj().resolve_neg().numpy()
+
+
+def lazy_backend(name: str):
+    """A function returning :mod:`cusolver_trace.backends.<name>`, imported on its first call
+    (a CUDA backend loads CuPy / nvmath, which listing the ops must not)."""
+    found: list = []
+
+    def get():
+        if not found:
+            import importlib
+
+            found.append(importlib.import_module(f"cusolver_trace.backends.{name}"))
+        return found[0]
+    get.__doc__ = f":mod:`cusolver_trace.backends.{name}`, imported on first use."
+    return get
+
+
 def member_count(t, keep: int = 2) -> int:
     """Matrices (``keep`` = 2) or vectors (1) in ``t``'s batch."""
     return math.prod(t.shape[: t.dim() - keep])

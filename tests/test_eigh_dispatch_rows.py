@@ -86,3 +86,16 @@ def test_from_torch_2_12_every_shape_is_one_xsyev_batched(op, preferred, dtype, 
                                       preferred=preferred)
         assert path.replay == f"{op}_batched" and path.bitwise
         assert path.calls == ("cusolverDnXsyevBatched_bufferSize", "cusolverDnXsyevBatched")
+
+
+def test_the_raw_eigensolver_names_are_the_c_names():
+    """``cusolver_trace.raw.cusolver_eig`` binds one name per C function and type: the real
+    types' ``syev*``, the complex types' ``heev*``."""
+    from cusolver_trace.raw import cusolver_eig as ce
+
+    for base in ("evd", "evd_bufferSize", "evj", "evj_bufferSize", "evjBatched",
+                 "evjBatched_bufferSize"):
+        for t in "SDCZ":
+            name = f"{t}{'he' if t in 'CZ' else 'sy'}{base}"
+            assert callable(getattr(ce, name)), name
+            assert f"cusolverDn{name}" in getattr(ce, name).__doc__

@@ -173,7 +173,7 @@ def _bind_typed_names():
                  "syevjBatched_bufferSize", "syevjBatched"):
         for t in "sdcz":
             f = functools.partial(g[base], t)
-            cname = _name(t, base[4:] if base.startswith("syev") else base)
+            cname = _name(t, base[2:])   # "syevd" -> "evd": cusolverDnDsyevd, cusolverDnZheevd
             f.__doc__ = f"``{cname}`` — see :func:`{base}`."
             g[cname[len("cusolverDn"):]] = f
 

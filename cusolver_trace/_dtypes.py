@@ -112,7 +112,7 @@ def dtype_info(dtype: Any) -> DtypeInfo:
     >>> dtype_info("float16")
     Traceback (most recent call last):
     ...
-    TypeError: unsupported dtype float16: cuSOLVER/LAPACK Cholesky routines take float32, float64, complex64, complex128
+    TypeError: unsupported dtype float16: cuSOLVER/LAPACK routines take float32, float64, complex64, complex128
     """
     try:  # the hot path: a dtype object seen before (torch / numpy dtypes are hashable)
         return _SEEN[dtype]
@@ -123,7 +123,7 @@ def dtype_info(dtype: Any) -> DtypeInfo:
         info = _TABLE[name]
     except KeyError:
         raise TypeError(
-            f"unsupported dtype {name}: cuSOLVER/LAPACK Cholesky routines take "
+            f"unsupported dtype {name}: cuSOLVER/LAPACK routines take "
             f"{', '.join(SUPPORTED_DTYPES)}"
         ) from None
     try:

@@ -67,6 +67,37 @@ def _cli(*argv, cwd=None) -> str:
     return f"exit {p.returncode}: {line[:110]}".replace("|", "\\|")
 
 
+def _kind(fn) -> str:
+    """What a call raises, by type only (the LAPACK build decides the message's numbers)."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            fn()
+    except Exception as exc:
+        if type(exc).__name__ in ("NoConvergenceError", "NonFiniteError"):
+            return ("`NoConvergenceError` or `NonFiniteError` (which one: the LAPACK build's "
+                    "info)")
+        return f"`{type(exc).__name__}`"
+    return "returns"
+
+
+def _nan_lower():
+    A = _a()
+    A[3, 1] = float("nan")
+    return A
+
+
+def _json_onto_input_cli() -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "in.npy")
+        np.save(path, np.eye(3))
+        out = _cli("compare", "--op", "eigh", "--repeat", "0", "--matrix", f"file:{path}",
+                   "--json", path).replace(tmp, "DIR")
+        return out + ("; the input unchanged" if np.array_equal(np.load(path), np.eye(3))
+                      else "; THE INPUT WAS OVERWRITTEN")
+
+
 def _info(A, **kw) -> str:
     L, info = ct.potrf(A, check=False, **kw)
     return f"info = {np.asarray(info).tolist()}"
@@ -163,6 +194,14 @@ def cases():
         ("Matrix Market file ending in a truncated number (`2E`)", "", "",
          _file_cli("truncated-number.mtx")),
         ("truncated symmetric Matrix Market file", "", "", _file_cli("truncated.mtx")),
+        ("`eigh`: NaN in the triangle read", _kind(lambda: ct.eigh(_nan_lower())),
+         _outcome(lambda: f"`{compare('eigh', _nan_lower(), timing=False, provenance=False).verdict}`"),
+         ""),
+        ("`eigh`: finite input whose eigenvalues overflow (every entry 1.5e308)",
+         _kind(lambda: ct.eigh(np.full((4, 4), 1.5e308))),
+         _outcome(lambda: _verdict("eigh", torch.full((4, 4), 1.5e308, dtype=torch.float64))),
+         ""),
+        ("`--json` naming the `--matrix file:` input", "", "", _json_onto_input_cli()),
     ]
 
 

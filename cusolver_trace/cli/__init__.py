@@ -86,6 +86,8 @@ def _predictable(exc: BaseException) -> str | None:
     if isinstance(exc, (ValueError, TypeError, GPUUnavailableError, LookupError,
                         np.linalg.LinAlgError)):
         return str(exc) or type(exc).__name__
+    if isinstance(exc, ImportError) and "pip install" in str(exc):   # an optional extra
+        return str(exc)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         return f"{exc.strerror or exc}{where}"

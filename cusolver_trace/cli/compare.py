@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 from .. import ops
 from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
@@ -102,6 +103,10 @@ def run(args) -> int:
         raise UsageError(f"--json - and --format {args.format} would both write to stdout")
     con = console(stderr=json_path == "-" or args.format != "table")
     spec = parse_matrix_spec(args.matrix)
+    if spec.kind == "file" and json_path not in (None, "-") and \
+            os.path.realpath(json_path) == os.path.realpath(spec.params["path"]):
+        raise UsageError(f"--json {args.json} is the input of --matrix {args.matrix}; it would be "
+                         "overwritten")
     device = resolve_device(args.device)
     dtypes = args.dtype or [None]
     file_batch = ()

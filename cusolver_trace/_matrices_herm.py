@@ -117,7 +117,7 @@ def _q_diag_qh(lam: torch.Tensor, batch, is_complex: bool, seed: int) -> torch.T
 
 def hermitian(n: int, *, batch=(), spectrum: str = "geometric", cond: float = 2.0,
               signs: str = "random", dtype="float64", device="cpu", seed: int = 0) -> torch.Tensor:
-    """Random Hermitian A = Q·diag(λ)·Qᴴ with known eigenvalues λ, shape (*batch, n, n).
+    """Random Hermitian A = Q·diag(λ)·Qᴴ with known eigenvalues λ, shape ``(*batch, n, n)``.
 
     Q is Haar-distributed (as in :func:`~cusolver_trace.matrices.spd`); λ is
     :func:`spectrum` ``(n, spectrum, cond, signs, seed)`` (indefinite by default), so
@@ -213,9 +213,9 @@ def lapack_eig_test_matrix(kind: str, n: int, *, dtype="float64", device="cpu", 
     large            11     type 8 scaled as type 6
     small            12     type 8 scaled as type 7
     random           13     random entries uniform in (−1, 1) (complex: real and imaginary
-                            parts), Hermitian, scaled to max |aᵢⱼ| = 1 (dlatmr)
-    random-large     14     type 13 scaled to max |aᵢⱼ| = √overflow · ulp / n
-    random-small     15     type 13 scaled to max |aᵢⱼ| = √underflow · n / ulp
+                            parts), Hermitian, scaled to max abs(aᵢⱼ) = 1 (dlatmr)
+    random-large     14     type 13 scaled to max abs(aᵢⱼ) = √overflow · ulp / n
+    random-small     15     type 13 scaled to max abs(aᵢⱼ) = √underflow · n / ulp
     band             16     half-bandwidth b drawn in 0 … n−1, λ as type 3 (dense storage)
     band-large       17     type 16 scaled as type 6
     band-small       18     type 16 scaled as type 7
@@ -231,8 +231,8 @@ def lapack_eig_test_matrix(kind: str, n: int, *, dtype="float64", device="cpu", 
     Returns
     -------
     TestMatrix
-        ``eigenvalues`` ascending, float64, (*batch, n), for every type but 13–15 (None:
-        not known in advance); ``cond`` the ratio max|λ|/min|λ| built in (None for 13–15,
+        ``eigenvalues`` ascending, float64, ``(*batch, n)``, for every type but 13–15 (None:
+        not known in advance); ``cond`` the ratio max abs(λ) / min abs(λ) built in (None for 13–15,
         inf for the zero matrix); ``expected_info`` 0.
 
     Raises

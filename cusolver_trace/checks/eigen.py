@@ -173,11 +173,11 @@ def eig_reference(A, upper: bool = False) -> torch.Tensor:
 
 
 def eig_values(A, w, upper: bool = False, reference=None) -> BatchMax:
-    """Eigenvalue ratio maxᵢ |wᵢ − refᵢ| / (max(n, 1) · ulp · ‖A‖₁) against a float64 reference.
+    """Eigenvalue ratio maxᵢ abs(wᵢ − refᵢ) / (max(n, 1) · ulp · ‖A‖₁) against a float64 reference.
 
     Follows ``ddrvst``'s eigenvalue comparison (test 3: the largest difference of two
     eigenvalue sets, there ``/ (ulp·max|D|)``) but with ``?syt21``'s n·‖A‖₁ scale: a
-    backward-stable solver has |wᵢ − λᵢ| <= ‖E‖₂ with ‖E‖ a small multiple of n·eps·‖A‖
+    backward-stable solver has abs(wᵢ − λᵢ) <= ‖E‖₂ with ‖E‖ a small multiple of n·eps·‖A‖
     (Weyl), whatever the conditioning of the eigenvectors. ref is :func:`eig_reference`;
     ‖A‖₁ of the Hermitian matrix read, ulp (:func:`ulp`) of A's dtype. w must be ascending, as syevd
     returns it (it is compared entry by entry, not sorted).
@@ -255,6 +255,8 @@ def eig_check(A, w, V=None, upper: bool = False, reference=None) -> BatchMax:
     >>> float(eig_check(A, w, V.flip(-1))) > 30
     True
     """
+    if not isinstance(upper, (bool, np.bool_)):
+        raise TypeError(f"upper must be True or False, got {upper!r}")
     parts = [eig_values(A, w, upper, reference).per_matrix]
     if V is not None:
         parts += [eig_residual(A, w, V, upper).per_matrix, eig_orthogonality(V).per_matrix]
@@ -302,11 +304,11 @@ def eigvec_distance(V1, V2, w, *, cluster=None) -> BatchMax:
     """How far apart two eigenvector sets of one Hermitian matrix are, in plain units.
 
     The eigenvalues w (ascending) are grouped into clusters: consecutive ones whose gap is at
-    most ``cluster`` (default 1000·eps·max|w| per matrix, eps of V1's dtype; exactly repeated
+    most ``cluster`` (default 1000·eps·max abs(w) per matrix, eps of V1's dtype; exactly repeated
     eigenvalues always share a cluster). An eigenvector is determined only up to a unit
     scalar, and the eigenvectors of a cluster only as a basis of their invariant subspace, so:
 
-    - a cluster of one eigenvalue: the largest |entry| of v₁ − c·v₂, v₁ phase-normalized
+    - a cluster of one eigenvalue: the largest entry (in magnitude) of v₁ − c·v₂, v₁ phase-normalized
       (:func:`normalize_phase`) and c the unit scalar that best aligns v₂ with it (the phase
       of v₂ᴴ·v₁; the same as normalizing v₂ unless two entries of v₁ tie in magnitude);
     - a larger cluster: the sine of the largest principal angle between the subspaces,

@@ -17,3 +17,11 @@ def cpu_load_ignored(monkeypatch):
     monkeypatch.setattr(timing, "WAIT_SHARE_MAX", math.inf)
     monkeypatch.setattr(timing, "CPU_SHARE_MAX", math.inf)
     monkeypatch.setattr(timing, "OTHER_THREADS_SLACK_S", math.inf)
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_columns(monkeypatch):
+    """Output width as on a pipe: a ``COLUMNS`` the environment exports (pytest-xdist's workers
+    get ``COLUMNS=80``; a user's shell may export one) would wrap the lines tests look for.
+    Tests of the width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -113,6 +113,9 @@ def notes(o, inputs, opts, path, run, f: Facts, ts: Side, rs: Side,
                      "check that torch and the raw layer load the same libcusolver/libcublas")
     if path.note:
         notes.append(path.note)
+    if (o.parts_agreement is not None and f.compared and not f.bitwise and not f.nonfinite
+            and run.t_out is not None and run.r_out is not None):
+        notes.append(o.parts_agreement(inputs, run.t_out, run.r_out, opts))
     if ts.nonfinite or rs.nonfinite:
         notes.append(f"non-finite output: torch {ts.nonfinite}, replay {rs.nonfinite} entries"
                      + (" at the same places" if f.compared and f.alike else "")

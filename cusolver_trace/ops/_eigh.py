@@ -161,6 +161,19 @@ def check(vectors: bool):
     return run
 
 
+def vectors_agreement(inputs, t_out, r_out, opts) -> str:
+    """How far torch's and the replay's eigenvectors are apart once each column's sign / phase
+    is normalized, clustered eigenvalues judged by their invariant subspace
+    (:func:`cusolver_trace.checks.eigvec_distance`)."""
+    from .. import checks
+
+    (w, Vt), (_, Vr) = t_out, r_out
+    d = float(checks.eigvec_distance(Vt, Vr, w))
+    return (f"eigenvectors, signs / phases normalized (subspaces for clustered eigenvalues): "
+            f"largest difference {d:.3g} (the routines may return different but equally valid "
+            "vectors; the verdict rests on the eigen ratios)")
+
+
 def empty(vectors: bool):
     """What torch returns for n = 0 or an empty batch: eigenvalues (..., n) of the real dtype,
     eigenvectors (..., n, n)."""

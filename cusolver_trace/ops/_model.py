@@ -416,6 +416,11 @@ class Op:
         A count every method of the op also does (``"potrf"`` for A → A⁻¹).
     hermitian_result : bool
         The result is a Hermitian matrix (report its asymmetry).
+    parts_agreement : callable or None
+        ``(inputs, torch_result, replay_result, opts) -> str``: a note on how far the parts
+        that two different routines may return differently agree (eigenvectors after their
+        signs / phases are normalized, subspaces for clustered eigenvalues); called where the
+        results are not bitwise equal. None: no such note.
     methods : dict or callable
         ``name -> Method`` for sweeps; a callable returning that dict is called on first use
         (:class:`LazyMethods`).
@@ -449,6 +454,7 @@ class Op:
     yardstick: str | None = None
     plus_count: str | None = None
     hermitian_result: bool = False
+    parts_agreement: Callable | None = None
     methods: dict = field(default_factory=dict)
     default_methods: dict = field(default_factory=dict)
 

@@ -46,6 +46,7 @@ OP = register(Op(
     fails_on_info=True,
     failure_text=fam.failure_text,
     nonfinite_note=fam.NONFINITE_NOTE,
+    parts_agreement=fam.vectors_agreement,
     methods=lambda: {m.name: m for m in (TORCH, TORCH_CUSOLVER, REPLAY,
                                          *fam.routine_methods(True))},
     default_methods={"cuda": ("torch", "replay", "auto"), "cpu": ("torch", "replay", "auto")},

@@ -190,7 +190,9 @@ def register(sub) -> None:
                     "through the public entry points with their checks on; check every result "
                     "with LAPACK's ratios (pot01/02/03 < 30, else FAILED), report GFLOP/s with the "
                     "LAWN 41 count named, % of the GEMM ceiling measured in the same run, and the "
-                    "ratio to torch. Exit 1 if a method FAILED.")
+                    "ratio to torch; on a GPU also each method's peak memory beyond its inputs "
+                    "(one untimed call, torch's allocator; n² per matrix) beside the workspace "
+                    "its method table states. Exit 1 if a method FAILED.")
     p.add_argument("--op", required=True, type=choice(ops.names(), "op"),
                    help="; ".join(f"{o.name}: {o.summary}" for o in ops.all_ops()))
     p.add_argument("--n", type=csv_of(integer(1), "integer"), required=True,

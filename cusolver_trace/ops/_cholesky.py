@@ -133,9 +133,12 @@ def inverse_method(name: str, *, factor_first: bool = False) -> Method:
     def flops(inputs, on_gpu):
         return routines.INVERSE_METHODS[resolve(inputs)].flops_name(on_gpu)
 
+    def workspace(inputs):
+        return None if factor_first else routines.INVERSE_METHODS[resolve(inputs)].workspace
+
     gpu_only = name != "auto" and routines.INVERSE_METHODS[name].gpu_only
     return Method(name, make, gpu_only=gpu_only, checkable=True, flop_count=flops,
-                  resolve=resolve)
+                  resolve=resolve, workspace=workspace)
 
 
 _CUDA = None

@@ -208,7 +208,10 @@ def routine_methods(vectors: bool) -> tuple:
         def flops(inputs, on_gpu):
             return "syevd" if vectors else "syevd_values"
 
+        def workspace(inputs):
+            return table.row(resolve(inputs)).workspace
+
         return Method(name, make, gpu_only=name != "auto" and table.row(name).gpu_only,
-                      checkable=True, flop_count=flops, resolve=resolve)
+                      checkable=True, flop_count=flops, resolve=resolve, workspace=workspace)
 
     return tuple(method(name) for name in table.names if name != "torch")

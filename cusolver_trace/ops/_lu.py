@@ -354,7 +354,11 @@ def routine_methods(routine: str, call, *, checkable: bool = True) -> tuple:
         def flops(inputs, on_gpu):
             return table.row(resolve(inputs)).flops_name(on_gpu)
 
+        def workspace(inputs):
+            return table.row(resolve(inputs)).workspace
+
         return Method(name, make, gpu_only=name != "auto" and table.row(name).gpu_only,
-                      checkable=checkable, flop_count=flops, resolve=resolve)
+                      checkable=checkable, flop_count=flops, resolve=resolve,
+                      workspace=workspace)
 
     return tuple(method(name) for name in table.names if name != "torch")

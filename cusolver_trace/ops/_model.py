@@ -303,6 +303,10 @@ class Method:
         ``(inputs, on_gpu) -> count name`` (:func:`cusolver_trace.checks.flops`); None: the op's.
     resolve : callable or None
         ``(inputs) -> str``: what the method runs (``auto`` resolved); None: itself.
+    workspace : callable or None
+        ``(inputs) -> float or None``: the stated workspace (n² beyond the inputs,
+        :attr:`cusolver_trace.routines.Impl.workspace`) of the routine row it runs; None:
+        the method runs no routine row.
     """
 
     name: str
@@ -311,9 +315,14 @@ class Method:
     checkable: bool = False
     flop_count: Callable | None = None
     resolve: Callable | None = None
+    workspace: Callable | None = None
 
     def resolved(self, inputs) -> str:
         return self.resolve(inputs) if self.resolve is not None else self.name
+
+    def stated_workspace(self, inputs) -> float | None:
+        """The workspace the routine row it runs states (None: not stated, or no row)."""
+        return self.workspace(inputs) if self.workspace is not None else None
 
 
 class LazyMethods(Mapping):

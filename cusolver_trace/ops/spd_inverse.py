@@ -33,8 +33,11 @@ def _method(name: str) -> Method:
     def flops(inputs, on_gpu):
         return routines.SPD_INVERSE_TABLE.row(resolve(inputs)).flops_name(on_gpu)
 
+    def workspace(inputs):
+        return routines.SPD_INVERSE_TABLE.row(resolve(inputs)).workspace
+
     return Method(name, make, gpu_only=name != "auto" and routines.SPD_INVERSE_TABLE.row(name).gpu_only,
-                  checkable=True, flop_count=flops, resolve=resolve)
+                  checkable=True, flop_count=flops, resolve=resolve, workspace=workspace)
 
 
 def _pot03(inputs, X, opts):

@@ -84,6 +84,16 @@ class Impl:
         The CUDA column with ``check=True``'s check computed in its own kernel (returns the
         check record, None when nothing is to report; one synchronization). None: the check
         runs after the CUDA column.
+    workspace : float or None
+        The CUDA column's peak device memory beyond its inputs, the result included, per
+        matrix, in units of n² elements of the dtype (2.0: two n × n buffers); None: not
+        stated. Stated for one float64 matrix (the case of the measurements: a buffer made
+        once per call, such as an identity expanded over the batch, counts one n² here; a
+        bool mask of n² bytes counts 1/8); rows with right-hand sides state the n × n part,
+        the n × nrhs result adds nrhs/n. Library workspaces are included where their size is
+        known. Each table's comment says which values were measured (``cusolver-trace
+        sweep`` reports the peak beside the time, :func:`cusolver_trace.sweep.peak_extra`)
+        and which are read from the code.
     """
 
     name: str
@@ -95,6 +105,7 @@ class Impl:
     cpu_mirrors: str = ""
     cpu_flops: str = ""
     cuda_checked: Callable | None = None
+    workspace: float | None = None
 
     @property
     def gpu_only(self) -> bool:

@@ -23,35 +23,42 @@ def _potrs(api):
     return lambda c, b, upper: cuda().potrs(c, b, upper, api)
 
 
+# workspace (Impl.workspace, n² beyond the inputs, float64), from the code, not measured:
+# potrf 1.0 for every row (the factor is a new column-major buffer; cuSOLVER's workspace is
+# the backend's grow-only scratch, kept between calls; potrf's check adds a triangle copy and
+# its mask, 1.13, after the column); potrs 1.0 (the factor's column-major copy; fused reads
+# the factor in place, 0.0), plus the n × nrhs result.
 POTRF = Table("potrf", {
     "X": Impl("X", "cusolverDnXpotrf_bufferSize + cusolverDnXpotrf per matrix (64-bit API; "
               "torch's batch-1 path)", _potrf("X"), _cpu.potrf, "potrf", "cusolverDnXpotrf",
-              "LAPACK {t}potrf"),
+              "LAPACK {t}potrf", workspace=1.0),
     "legacy": Impl("legacy", "cusolverDn<t>potrf per matrix (32-bit API)", _potrf("legacy"),
-                   _cpu.potrf, "potrf", "cusolverDn{T}potrf", "LAPACK {t}potrf"),
+                   _cpu.potrf, "potrf", "cusolverDn{T}potrf", "LAPACK {t}potrf", workspace=1.0),
     "batched": Impl("batched", "one cusolverDn<t>potrfBatched for the whole batch (torch's "
                     "batch > 1 path)", _potrf("batched"), _cpu.potrf, "potrf",
-                    "cusolverDn{T}potrfBatched", "LAPACK {t}potrf"),
+                    "cusolverDn{T}potrfBatched", "LAPACK {t}potrf", workspace=1.0),
     "fused": Impl("fused", "one cuSOLVERDx kernel for the whole batch (small n; the "
                   "cuda13-fused extra)", lambda a, upper: fused().potrf(a, upper), None,
-                  "potrf", "cuSOLVERDx potrf (fused kernel)"),
+                  "potrf", "cuSOLVERDx potrf (fused kernel)", workspace=1.0),
 }, auto={
     "batch 1: torch's cusolverDnXpotrf": AutoRule("X", batch_max=1),
     "batches: torch's cusolverDn<t>potrfBatched": AutoRule("batched"),
 })
 """The methods of :func:`potrf` (``method=``); ``"auto"`` is torch's choice for
-``linalg.cholesky``. On the CPU every row but ``fused`` runs LAPACK ``?potrf``."""
+``linalg.cholesky``. On the CPU every row but ``fused`` runs LAPACK ``?potrf``. Each row
+states its CUDA workspace (:attr:`Impl.workspace`: 1.0 n², the factor)."""
 
 POTRS = Table("potrs", {
     "X": Impl("X", "cusolverDnXpotrs per matrix (torch's path)", _potrs("X"), _cpu.potrs,
-              "potrs", "cusolverDnXpotrs", "LAPACK {t}potrs"),
+              "potrs", "cusolverDnXpotrs", "LAPACK {t}potrs", workspace=1.0),
     "legacy": Impl("legacy", "cusolverDn<t>potrs per matrix", _potrs("legacy"), _cpu.potrs,
-                   "potrs", "cusolverDn{T}potrs", "LAPACK {t}potrs"),
+                   "potrs", "cusolverDn{T}potrs", "LAPACK {t}potrs", workspace=1.0),
     "batched": Impl("batched", "one cusolverDn<t>potrsBatched (nrhs = 1 only)", _potrs("batched"),
-                    _cpu.potrs, "potrs", "cusolverDn{T}potrsBatched", "LAPACK {t}potrs"),
+                    _cpu.potrs, "potrs", "cusolverDn{T}potrsBatched", "LAPACK {t}potrs",
+                    workspace=1.0),
     "fused": Impl("fused", "one cuSOLVERDx kernel for the whole batch (small n, any nrhs; the "
                   "cuda13-fused extra)", lambda c, b, upper: fused().potrs(c, b, upper), None,
-                  "potrs", "cuSOLVERDx potrs (fused kernel)"),
+                  "potrs", "cuSOLVERDx potrs (fused kernel)", workspace=0.0),
 }, auto={"torch's cusolverDnXpotrs": AutoRule("X")})
 """The methods of :func:`potrs` (``method=``); ``"auto"`` is torch's ``Xpotrs``."""
 

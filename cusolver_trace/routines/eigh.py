@@ -84,27 +84,32 @@ def _torch_cpu(a: np.ndarray, upper: bool, vectors: bool):
 
 _XSYEV_CHUNK = 32768   # backends.cuda_eigh.XSYEV_BATCHED_MAX, without importing the backend
 
+# workspace (Impl.workspace, n² beyond A, float64), from the code, not measured: 1.0 for
+# every row, the eigenvectors' column-major buffer (eigvalsh: the same buffer as scratch; the
+# jacobi kernel without vectors: none) plus the n eigenvalues; cuSOLVER's workspace (syevd's
+# is O(n²)) is not counted: its size is the library's, held in the backend's grow-only
+# scratch between calls (torch's own call allocates it per call).
 SYEV = Table("eigh", {
     "Xsyevd": Impl("Xsyevd", "cusolverDnXsyevd per matrix (divide and conquer; torch 2.11's "
                    "loop)", _lib("Xsyevd"), _lapack, "syevd", "cusolverDnXsyevd",
-                   "LAPACK {t}syevd"),
+                   "LAPACK {t}syevd", workspace=1.0),
     "XsyevBatched": Impl("XsyevBatched", "cusolverDnXsyevBatched on the batch, at most 32,768 "
                          "matrices per call (torch 2.12+ makes one call, which fails from "
                          "65,536 on)", _lib("XsyevBatched", chunk=_XSYEV_CHUNK), _lapack,
-                         "syevd", "cusolverDnXsyevBatched", "LAPACK {t}syevd"),
+                         "syevd", "cusolverDnXsyevBatched", "LAPACK {t}syevd", workspace=1.0),
     "syevjBatched": Impl("syevjBatched", "cusolverDn<t>syevjBatched / heevjBatched (Jacobi, "
                          "n <= 32, sorted, tolerance eps, 100 sweeps)", _lib("syevjBatched"),
-                         None, "syevd", "cusolverDn{T}syevjBatched"),
+                         None, "syevd", "cusolverDn{T}syevjBatched", workspace=1.0),
     "syevj": Impl("syevj", "cusolverDn<t>syevj / heevj per matrix (Jacobi; torch 2.11's float32 "
                   "loop for 32 <= n <= 512)", _lib("syevj"), None, "syevd",
-                  "cusolverDn{T}syevj"),
+                  "cusolverDn{T}syevj", workspace=1.0),
     "syevd": Impl("syevd", "cusolverDn<t>syevd / heevd per matrix (legacy 32-bit API)",
                   _lib("syevd"), _lapack, "syevd", "cusolverDn{T}syevd",
-                  "LAPACK {t}syevd"),
+                  "LAPACK {t}syevd", workspace=1.0),
     "jacobi": Impl("jacobi", "one CUDA thread per matrix, cyclic Jacobi (n <= 8)", _jacobi,
-                   None, "syevd", "cyclic Jacobi (cusolver-trace kernel)"),
+                   None, "syevd", "cyclic Jacobi (cusolver-trace kernel)", workspace=1.0),
     "torch": Impl("torch", "torch.linalg.eigh / eigvalsh itself", _torch_cuda, _torch_cpu,
-                  "syevd", "torch.linalg.eigh", "torch.linalg.eigh"),
+                  "syevd", "torch.linalg.eigh", "torch.linalg.eigh", workspace=1.0),
 }, auto={
     "cpu: LAPACK syevd / heevd (torch's CPU path)": AutoRule("Xsyevd", device="cpu"),
     "n <= 8: the Jacobi kernel, one thread per matrix": AutoRule("jacobi", device="cuda",

@@ -88,18 +88,28 @@ def _getrf_torch_cpu(a, pivot):
     return LU.numpy(), piv.numpy(), info.numpy()
 
 
+# workspace (Impl.workspace, n² beyond the inputs, result included, float64, one matrix; rows
+# with right-hand sides state the n × n part, the n × nrhs result adds nrhs/n). From the code
+# (for the torch rows: the calls torch makes, as the backends mirror them), not measured, but
+# inv's torch row: 3.00, measured for torch.linalg.inv on the H200 at n = 8192 (issue 27).
+# getrf 1.0 (LU; cuSOLVER's workspace is the backend's grow-only scratch, kept between calls).
+# getrs 0.0 (getrf's column-major LU is read in place); triangular 0.5 (the pivots unpacked
+# through a float32 n × n P). solve 1.0 (LU). inv: legacy / X 3.0 (LU, an n × n identity
+# expanded over the batch, the result); batched, matinv_batched, getri_batched 2.0 (a working
+# copy and the result); getri, getri_rec, getri_X 3.0 (LU, U⁻¹'s copy, the permuted result).
 GETRF = Table("getrf", {
     "legacy": Impl("legacy", "cusolverDn<t>getrf_bufferSize + cusolverDn<t>getrf per matrix "
                    "(torch's batch-1 path)", _getrf_cuda("legacy"), _cpu.getrf, "getrf",
-                   "cusolverDn{T}getrf", "LAPACK {t}getrf"),
+                   "cusolverDn{T}getrf", "LAPACK {t}getrf", workspace=1.0),
     "batched": Impl("batched", "one cublas<t>getrfBatched for the whole batch (torch's path for "
                     "batches of n <= 16)", _getrf_cuda("batched"), _cpu.getrf, "getrf",
-                    "cublas{T}getrfBatched", "LAPACK {t}getrf"),
+                    "cublas{T}getrfBatched", "LAPACK {t}getrf", workspace=1.0),
     "X": Impl("X", "cusolverDnXgetrf per matrix (64-bit API, int64 pivots converted to int32; "
               "no torch release calls it)", _getrf_cuda("X"), _cpu.getrf, "getrf",
-              "cusolverDnXgetrf", "LAPACK {t}getrf"),
+              "cusolverDnXgetrf", "LAPACK {t}getrf", workspace=1.0),
     "torch": Impl("torch", "torch.linalg.lu_factor_ex itself", _getrf_torch_cuda, _getrf_torch_cpu,
-                  "getrf", "torch.linalg.lu_factor_ex", "torch.linalg.lu_factor_ex"),
+                  "getrf", "torch.linalg.lu_factor_ex", "torch.linalg.lu_factor_ex",
+                  workspace=1.0),
 }, auto={
     "cpu: LAPACK getrf": AutoRule("legacy", device="cpu"),
     "batch 1: torch's cusolverDn<t>getrf": AutoRule("legacy", batch_max=1),
@@ -144,18 +154,19 @@ def _lu_solve_torch_cpu(lu, piv, b, adjoint, left):
 
 GETRS = Table("getrs", {
     "legacy": Impl("legacy", "cusolverDn<t>getrs per matrix (torch's loop)", _getrs_cuda("legacy"),
-                   _getrs_cpu, "getrs", "cusolverDn{T}getrs", "LAPACK {t}getrs"),
+                   _getrs_cpu, "getrs", "cusolverDn{T}getrs", "LAPACK {t}getrs", workspace=0.0),
     "batched": Impl("batched", "one cublas<t>getrsBatched, LU expanded to B's batch",
                     _getrs_cuda("batched"), _getrs_cpu, "getrs", "cublas{T}getrsBatched",
-                    "LAPACK {t}getrs"),
+                    "LAPACK {t}getrs", workspace=0.0),
     "X": Impl("X", "cusolverDnXgetrs per matrix (64-bit API)", _getrs_cuda("X"), _getrs_cpu,
-              "getrs", "cusolverDnXgetrs", "LAPACK {t}getrs"),
+              "getrs", "cusolverDnXgetrs", "LAPACK {t}getrs", workspace=0.0),
     "triangular": Impl("triangular", "B's rows permuted by the pivots, then two cuBLAS triangular "
                        "solves (trsm loop or trsmBatched: torch's path for n > 128)",
                        _triangular_cuda, _getrs_cpu, "getrs", "cublas{T}trsm / trsmBatched",
-                       "LAPACK {t}getrs"),
+                       "LAPACK {t}getrs", workspace=0.5),
     "torch": Impl("torch", "torch.linalg.lu_solve itself", _lu_solve_torch_cuda,
-                  _lu_solve_torch_cpu, "getrs", "torch.linalg.lu_solve", "torch.linalg.lu_solve"),
+                  _lu_solve_torch_cpu, "getrs", "torch.linalg.lu_solve", "torch.linalg.lu_solve",
+                  workspace=0.0),
 }, auto={
     "cpu: LAPACK getrs": AutoRule("legacy", device="cpu"),
     "otherwise: torch's own choice (by n, nrhs and B's batch)": AutoRule("torch"),
@@ -208,16 +219,17 @@ def _solve_torch_cpu(a, b, left):
 SOLVE = Table("solve", {
     "legacy": Impl("legacy", "cusolverDn<t>getrf, then cusolverDn<t>getrs, per matrix",
                    _solve_cuda("legacy"), _solve_cpu, "getrs",
-                   "cusolverDn{T}getrf + cusolverDn{T}getrs", "LAPACK {t}getrf + {t}getrs"),
+                   "cusolverDn{T}getrf + cusolverDn{T}getrs", "LAPACK {t}getrf + {t}getrs",
+                   workspace=1.0),
     "batched": Impl("batched", "one cublas<t>getrfBatched, then one cublas<t>getrsBatched with "
                     "every right-hand side (one prologue launch)", _solve_batched, _solve_cpu,
                     "getrs", "cublas{T}getrfBatched + cublas{T}getrsBatched",
-                    "LAPACK {t}getrf + {t}getrs"),
+                    "LAPACK {t}getrf + {t}getrs", workspace=1.0),
     "X": Impl("X", "cusolverDnXgetrf, then cusolverDnXgetrs, per matrix (64-bit API)",
               _solve_cuda("X"), _solve_cpu, "getrs", "cusolverDnXgetrf + cusolverDnXgetrs",
-              "LAPACK {t}getrf + {t}getrs"),
+              "LAPACK {t}getrf + {t}getrs", workspace=1.0),
     "torch": Impl("torch", "torch.linalg.solve_ex itself", _solve_torch_cuda, _solve_torch_cpu,
-                  "getrs", "torch.linalg.solve_ex", "torch.linalg.solve_ex"),
+                  "getrs", "torch.linalg.solve_ex", "torch.linalg.solve_ex", workspace=1.0),
 }, auto={
     "cpu: LAPACK getrf + getrs": AutoRule("legacy", device="cpu"),
     "batches of 100+ float64 matrices, 96 <= n <= 128": AutoRule(
@@ -278,27 +290,29 @@ def _inv_torch_cpu(a):
 
 def _getri_row(name, summary, getrf_api, trtri, solve, mirrors):
     return Impl(name, summary, _fast_call("getri", getrf_api=getrf_api, trtri=trtri, solve=solve),
-                _inv_cpu_getri, "getri", mirrors, "LAPACK {t}getrf + {t}getri")
+                _inv_cpu_getri, "getri", mirrors, "LAPACK {t}getrf + {t}getri", workspace=3.0)
 
 
 INV = Table("inv", {
     "legacy": Impl("legacy", "cusolverDn<t>getrf, then cusolverDn<t>getrs on the identity, per "
                    "matrix", _inv_getrs("legacy"), _inv_cpu_getrs, "inverse_getrs",
-                   "cusolverDn{T}getrf + cusolverDn{T}getrs", "LAPACK {t}getrf + {t}getrs"),
+                   "cusolverDn{T}getrf + cusolverDn{T}getrs", "LAPACK {t}getrf + {t}getrs",
+                   workspace=3.0),
     "batched": Impl("batched", "one cublas<t>getrfBatched, then one cublas<t>getrsBatched on the "
                     "identity (torch's calls for n <= 16; one prologue launch)",
                     _inv_getrs("batched"), _inv_cpu_getrs, "inverse_getrs",
-                    "cublas{T}getrfBatched + cublas{T}getrsBatched", "LAPACK {t}getrf + {t}getrs"),
+                    "cublas{T}getrfBatched + cublas{T}getrsBatched", "LAPACK {t}getrf + {t}getrs",
+                    workspace=2.0),
     "X": Impl("X", "cusolverDnXgetrf, then cusolverDnXgetrs on the identity, per matrix",
               _inv_getrs("X"), _inv_cpu_getrs, "inverse_getrs",
-              "cusolverDnXgetrf + cusolverDnXgetrs", "LAPACK {t}getrf + {t}getrs"),
+              "cusolverDnXgetrf + cusolverDnXgetrs", "LAPACK {t}getrf + {t}getrs", workspace=3.0),
     "matinv_batched": Impl("matinv_batched", "one cublas<t>matinvBatched for the whole batch "
                            "(n <= 32)", _fast_call("matinv_batched"), _inv_cpu_getri, "getri",
-                           "cublas{T}matinvBatched", "LAPACK {t}getrf + {t}getri"),
+                           "cublas{T}matinvBatched", "LAPACK {t}getrf + {t}getri", workspace=2.0),
     "getri_batched": Impl("getri_batched", "one cublas<t>getrfBatched, then one "
                           "cublas<t>getriBatched out of place", _fast_call("getri_batched"),
                           _inv_cpu_getri, "getri", "cublas{T}getrfBatched + cublas{T}getriBatched",
-                          "LAPACK {t}getrf + {t}getri"),
+                          "LAPACK {t}getrf + {t}getri", workspace=2.0),
     "getri": _getri_row("getri", "getri's algorithm: cusolverDn<t>getrf, U⁻¹ by "
                         "cusolverDnXtrtri, X·L = U⁻¹ by one right-side cublas<t>trsm, the "
                         "pivots' column interchanges", "legacy", "xtrtri", "trsm",
@@ -312,7 +326,7 @@ INV = Table("inv", {
                           "factorization", "X", "xtrtri", "trsm",
                           "cusolverDnXgetrf + cusolverDnXtrtri + cublas{T}trsm"),
     "torch": Impl("torch", "torch.linalg.inv_ex itself", _inv_torch_cuda, _inv_torch_cpu,
-                  "inverse_getrs", "torch.linalg.inv_ex", "torch.linalg.inv_ex"),
+                  "inverse_getrs", "torch.linalg.inv_ex", "torch.linalg.inv_ex", workspace=3.00),
 }, auto={
     "cpu: LAPACK getrf + getrs on the identity (torch's CPU path)": AutoRule("legacy",
                                                                              device="cpu"),

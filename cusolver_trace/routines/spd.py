@@ -81,19 +81,27 @@ def _fused_cuda(a, upper):
     return x, a, info   # the factor stays in shared memory: the check reads A's triangle
 
 
+# workspace (Impl.workspace, n² beyond A, result included, float64): measured on the H200
+# at n = 8192 (issue 27): gemm_lauum 5.13 (spd_inverse(A), auto there), torch 3.00 (torch's
+# cholesky_inverse(cholesky(A))). From the code, not measured: every other "potrf, then a
+# cholesky_inverse row" is 1 (the factor) + that row's workspace; potrf_trsm_batched 3.0 at
+# batch 1 (copy + identity + its expanded copy; 2.0 per matrix over a large batch);
+# potrf_gemm_lauum 4.13 (gemm_lauum's 3 float64 buffers, A's copy the first, + the result and
+# its mask); fused 1.0 (the result only).
 def _rows():
     rows = {
         "potrf_trsm_batched": Impl(
             "potrf_trsm_batched", "one cusolverDn<t>potrfBatched and two cublas<t>trsmBatched "
             "on the identity, one working buffer (small batched matrices)", _trsm_batched, None,
-            "inverse_potrs", "cublas{T}trsmBatched"),
+            "inverse_potrs", "cublas{T}trsmBatched", workspace=3.0),
         "potrf_gemm_lauum": Impl(
             "potrf_gemm_lauum", "one plan: a recursive blocked potrf in place, then "
             "gemm_lauum's calls on the same buffer, scheduled together (the CPU: the same plan "
-            "with torch ops)", _plan_cuda, _plan_cpu, "potri", "potrf_gemm_lauum plan"),
+            "with torch ops)", _plan_cuda, _plan_cpu, "potri", "potrf_gemm_lauum plan",
+            workspace=4.13),
         "torch": Impl("torch", "torch.linalg.cholesky_ex, then torch.cholesky_inverse",
                       _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
-                      "torch.cholesky_inverse", "potri"),
+                      "torch.cholesky_inverse", "potri", workspace=3.00),
     }
     for name, m in INVERSE_METHODS.items():
         if name == "torch":
@@ -103,11 +111,12 @@ def _rows():
                 name, "one cuSOLVERDx kernel: potrf, then potrs on the identity, the factor "
                 "never leaving shared memory (small n; the cuda13-fused extra)", _fused_cuda,
                 None, m.flops, m.mirrors, cuda_checked=lambda a, upper:
-                fused().potrf_inverse_checked(a, upper))
+                fused().potrf_inverse_checked(a, upper), workspace=1.0)
             continue
         on_cuda, on_cpu = _then(name)
         rows[name] = Impl(name, f"potrf, then cholesky_inverse's {name!r}: {m.summary}",
-                          on_cuda, on_cpu, m.flops, m.mirrors, m.cpu_mirrors, m.cpu_flops)
+                          on_cuda, on_cpu, m.flops, m.mirrors, m.cpu_mirrors, m.cpu_flops,
+                          workspace=None if m.workspace is None else round(1 + m.workspace, 2))
     return rows
 
 

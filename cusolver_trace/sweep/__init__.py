@@ -6,9 +6,9 @@ ceiling measured in the same run); :mod:`.report` writes JSON / CSV, tables and 
 The command is ``cusolver-trace sweep`` (:mod:`cusolver_trace.cli.sweep`).
 """
 from .measure import (Case, default_methods, flop_count, make_case, measure_case, method_callable,
-                      run_sweep)
+                      peak_extra, run_sweep)
 from .report import plot_sweep, results_table, sweep_report, write_csv, write_json
 
 __all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
            "default_methods", "sweep_report", "write_json", "write_csv", "results_table",
-           "plot_sweep"]
+           "plot_sweep", "peak_extra"]

@@ -15,7 +15,10 @@ on):
    rows with ``checked = False`` and the check's cost as ``check_overhead``);
 3. converts to GFLOP/s with the LAWN 41 count *named*, for inverses also on the potri
    count (the least work that yields A⁻¹), and to % of the GEMM ceiling measured in the
-   same process (:mod:`cusolver_trace.ceiling`).
+   same process (:mod:`cusolver_trace.ceiling`);
+4. on a GPU, measures each method's peak device memory beyond its inputs in one more,
+   untimed call (:func:`peak_extra`), beside the workspace its routine row states
+   (:attr:`cusolver_trace.routines.Impl.workspace`).
 
 Nothing here names an op: every op comes from the registry. Reporting (tables, JSON,
 CSV, plots) is :mod:`cusolver_trace.sweep.report`.
@@ -35,7 +38,7 @@ from ..matrices import structured
 from ..timing import ratio, time_calls
 
 __all__ = ["Case", "make_case", "method_callable", "flop_count", "measure_case", "run_sweep",
-           "default_methods"]
+           "default_methods", "peak_extra"]
 
 @dataclass
 class Case:
@@ -159,6 +162,35 @@ SMALL_N = 512
 CALLS_PER_SAMPLE = 10
 
 
+def peak_extra(fn, device, *, batch: int, n: int, itemsize: int) -> float | None:
+    """Peak device memory of one call of ``fn`` beyond what was allocated before it, in
+    units of ``batch · n²`` elements of ``itemsize`` bytes (2.0: two n × n buffers per
+    matrix, the result included); None on the CPU (``device`` None or not CUDA).
+
+    One untimed call between ``torch.cuda.reset_peak_memory_stats`` and
+    ``torch.cuda.max_memory_allocated``, synchronized on both sides. It sees torch's caching
+    allocator only: memory that cuSOLVER, cuBLAS, CuPy or NVRTC allocate themselves is not
+    counted, nor a backend's grow-only scratch (cuSOLVER workspaces kept between calls)
+    unless it grows during this call.
+
+    Examples
+    --------
+    >>> peak_extra(lambda: None, "cpu", batch=1, n=8, itemsize=8) is None
+    True
+    """
+    if device is None or torch.device(device).type != "cuda":
+        return None
+    dev = torch.device(device)
+    torch.cuda.synchronize(dev)
+    torch.cuda.reset_peak_memory_stats(dev)
+    base = torch.cuda.memory_allocated(dev)
+    out = fn()
+    torch.cuda.synchronize(dev)
+    peak = torch.cuda.max_memory_allocated(dev) - base
+    del out
+    return peak / (batch * n * n * itemsize)
+
+
 def calls_per_sample(case: Case) -> int:
     """Consecutive calls per timing sample for ``case``: :data:`CALLS_PER_SAMPLE` on a GPU
     for n <= :data:`SMALL_N`, else 1.
@@ -192,7 +224,11 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     unchecked median, with ``unchecked=True``),
     ``flop_count``, ``gflops``, ``pct_of_ceiling``, and for ops with a yardstick
     ``gflops_potri`` / ``pct_of_ceiling_potri``; ``ceiling_gflops``. GFLOP/s fields are
-    None for a method that did not pass.
+    None for a method that did not pass. Memory (on a GPU; None on the CPU):
+    ``peak_extra_n2``, the peak beyond the inputs of one more, untimed call in n² per
+    matrix (:func:`peak_extra`: torch's allocator only), and ``workspace_n2``, what the
+    routine row it ran states (:attr:`cusolver_trace.routines.Impl.workspace`; None for
+    torch's call, the replay and methods that run no row).
     """
     o = case.op
     names = ["torch", *[m for m in method_names if m != "torch"]]
@@ -209,9 +245,12 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
             variants.append((f"{m} (check=False)", False))
         for label, check in variants:
             row = dict(case.key, method=m, resolved=m, checked=check, status="ok",
-                       check=o.check_name, ratio=None, error=None)
+                       check=o.check_name, ratio=None, error=None, peak_extra_n2=None,
+                       workspace_n2=None)
             try:
                 row["resolved"] = o.method(m).resolved(case.inputs)
+                if case.on_cuda:
+                    row["workspace_n2"] = o.method(m).stated_workspace(case.inputs)
                 fn = method_callable(case, m, check=check is not False)
                 row["ratio"] = float(o.check(case.inputs, fn(), case.opts))
                 if not checks.passes(row["ratio"]):
@@ -225,6 +264,12 @@ def measure_case(case: Case, method_names, *, repeat: int = 10, warmup: int = 2,
     timings = time_calls(fns, device=dev, warmup=warmup, repeat=repeat, flush_l2=flush_l2,
                          calls_per_sample=k, threads=threads) if fns else {}
     t_torch = timings.get("torch")
+    size = dict(batch=case.batch, n=case.n, itemsize=dtype_info(case.dtype).itemsize)
+    for label, fn in fns.items():   # after timing: caches and scratch are warm
+        try:
+            rows[label]["peak_extra_n2"] = peak_extra(fn, dev, **size)
+        except Exception:  # noqa: BLE001 - the call passed its check; a failure here is not
+            pass           # the method's, and the row keeps its time
     for label, row in rows.items():
         t = timings.get(label)
         name, fl, fl_yard = flop_count(case, row["method"])

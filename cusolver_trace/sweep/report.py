@@ -65,6 +65,9 @@ def _caption(rows) -> str:
         what = (f"ms per call: median wall time, every library pinned to "
                 f"{','.join(map(str, threads)) or '?'} threads")
     text = f"{what}; vs torch: time ratio (< 1: faster)"
+    if any(r.get("peak_extra_n2") is not None for r in rows):
+        text += ("; peak n²: device memory beyond the inputs, in n² per matrix (torch's "
+                 "allocator), stated n²: the method table's workspace")
     if any(r.get("ratio_withheld") for r in rows):
         text += ("; — (busy CPU): no ratio, the samples did not get their cores (other "
                  "processes or thread pools running)")
@@ -72,7 +75,9 @@ def _caption(rows) -> str:
 
 
 def results_table(rows):
-    """A rich table of the rows (FAILED / ERROR methods show no GFLOP/s)."""
+    """A rich table of the rows (FAILED / ERROR methods show no GFLOP/s). ``peak n²``: the
+    measured peak device memory beyond the inputs (``peak_extra_n2``), ``stated n²``: the
+    workspace the method's table row states (``workspace_n2``); "—" on the CPU."""
     from rich.table import Table
 
     inv = any("gflops_potri" in r for r in rows)
@@ -82,7 +87,8 @@ def results_table(rows):
              else f"GPU {gpus[0]} (CUDA_VISIBLE_DEVICES)" if gpus else rows[0]["device"])
     t = Table(title=f"{rows[0]['op']} on {where}", caption=_caption(rows))
     cols = (["GPU"] if len(gpus) > 1 else []) + [
-        "dtype", "n", "batch", "method", "status", "check", "median ms", "IQR ms", "vs torch",
+        "dtype", "n", "batch", "method", "status", "check", "median ms", "IQR ms", "peak n²",
+        "stated n²", "vs torch",
         "check cost", "flop count", "GFLOP/s", "% ceil"]
     cols += ["GFLOP/s potri", "% ceil potri"] if inv else []
     for c in cols:
@@ -96,6 +102,7 @@ def results_table(rows):
                  f"{r['check']} {fmt_number(r['ratio'], '.3g')}" if r["error"] is None else r["error"][:40],
                  fmt_number(r.get("median_ms")),
                  fmt_number(r.get("iqr_ms"), ".2g") + (" [yellow]noisy[/]" if r.get("noisy") else ""),
+                 fmt_number(r.get("peak_extra_n2"), ".2f"), fmt_number(r.get("workspace_n2"), ".2f"),
                  ("— (busy CPU)" if r.get("ratio_withheld") else
                   fmt_number(r.get("ratio_to_torch"), ".3f")),
                  fmt_number(r.get("check_overhead"), ".3f"),

@@ -430,6 +430,13 @@ class MatrixSpec:
                     f"those for {structure} matrices: {', '.join(types)}")
         return None
 
+    def check(self, structure: str = "hpd") -> None:
+        """Raise ``ValueError`` (the message :meth:`make` gives) when this spec makes no matrix
+        of ``structure``: a caller can refuse it before any work."""
+        why = self._unfit(_structure(structure))
+        if why:
+            raise ValueError(f"--matrix {self.text!r} {why}")
+
     def make(self, n: int | None = None, batch=(), dtype=None, device="cpu",
              seed: int = 0, structure: str = "hpd") -> TestMatrix:
         """Build the input, shape (*batch, n, n).
@@ -498,9 +505,7 @@ class MatrixSpec:
         ValueError: --matrix 'classic3' makes a Hermitian positive definite example, not a ...
         """
         batch, p = _batch(batch), self.params
-        why = self._unfit(_structure(structure))
-        if why:
-            raise ValueError(f"--matrix {self.text!r} {why}")
+        self.check(structure)
         file_dtype, dtype = dtype, "float64" if dtype is None else dtype
         if self.kind in ("random", "lapack", "singular", "spectrum", "graded") and n is None:
             raise ValueError(f"--matrix {self.text} needs a size n")

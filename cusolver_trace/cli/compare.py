@@ -15,13 +15,13 @@ SPLIT_WORDS = {"alike": "alike", "noisy": "too noisy", "gpu-work": "GPU work",
                "not-separated": "not separated", "not-timed": "—"}
 
 
-def _med(t) -> str:
+def _med(t, plain: bool = False) -> str:
     """A median in ms (``~`` when noisy), or ``—`` for an unavailable time."""
     from ..timing import Timing
 
     if not isinstance(t, Timing):
         return "—"
-    return f"{t.median_ms:.4g}" + ("~" if t.noisy else "")
+    return f"{t.median_ms:.4g}" + ("~" if t.noisy and not plain else "")
 
 
 def _ratio(c) -> str:
@@ -51,6 +51,14 @@ def _summary(con, op, results, device, fmt="table"):
     def f(x, fmt):
         return "—" if x is None else format(x, fmt)
 
+    timed = any(c.torch.timing is not None for c in results)
+    machine = fmt != "table"   # one record per comparison: its times as plain numbers
+    if machine and timed:   # the time table's columns (ms), as the table names them
+        clock = next(c.torch.timing.clock for c in results if c.torch.timing is not None)
+        ev = {"cuda-events": "events", "thread_time": "CPU"}.get(clock, "wall")
+        for col in (f"torch {ev}", "torch GPU", "torch host", f"replay {ev}", "replay GPU",
+                    "replay host", "noisy"):
+            t.add_column(col)
     for c in results:
         s = c.spec
         row = [s["dtype"], str(s["n"]), str(s["batch"]), options_label(op, s["options"]),
@@ -58,9 +66,15 @@ def _summary(con, op, results, device, fmt="table"):
                f(c.torch.ratio, ".3g"), f(c.replay.ratio, ".3g"), _ratio(c)]
         if traced:
             row.append("—" if c.call_sequences is None else c.call_sequences.answer)
+        if machine and timed:
+            tt, rt = c.torch.times(), c.replay.times()
+            row += [_med(side[k], plain=True) for side in (tt, rt)
+                    for k in ("events", "gpu_busy", "host")]
+            row.append(" ".join(n for n, side in (("torch", tt), ("replay", rt))
+                                if any(getattr(side[k], "noisy", False) for k in side)) or "—")
         t.add_row(*row)
     emit(con, t, fmt)
-    if not any(c.torch.timing is not None for c in results):
+    if not timed or machine:
         return
     clock = next(c.torch.timing.clock for c in results if c.torch.timing is not None)
     ev = {"cuda-events": "events", "thread_time": "CPU"}.get(clock, "wall")
@@ -103,6 +117,7 @@ def run(args) -> int:
         raise UsageError(f"--json - and --format {args.format} would both write to stdout")
     con = console(stderr=json_path == "-" or args.format != "table")
     spec = parse_matrix_spec(args.matrix)
+    spec.check(op.structure)   # before anything is printed: one line, exit 2
     if spec.kind == "file" and json_path not in (None, "-") and \
             os.path.realpath(json_path) == os.path.realpath(spec.params["path"]):
         raise UsageError(f"--json {args.json} is the input of --matrix {args.matrix}; it would be "
@@ -199,7 +214,7 @@ def run(args) -> int:
                     bar.clear()
                     con.print(results[i])
                     con.print()
-    if len(results) > 1 or args.summary_only:
+    if len(results) > 1 or args.summary_only or args.format != "table":
         _summary(con, op, results, device, args.format)
     if json_path:
         write_json([c.to_dict() for c in results], json_path, con)

@@ -134,12 +134,6 @@ float64, checks on, ``benchmarks/eigh_table.py``, 2026-12-03; docs/performance.m
 _INFO_SAYS_ALL = frozenset({"jacobi"})
 
 
-def torch_isfinite(t):
-    import torch
-
-    return torch.isfinite(t)
-
-
 def _uplo(UPLO) -> bool:
     """``upper`` from torch's ``UPLO`` ("L" / "U", either case)."""
     if not isinstance(UPLO, str) or UPLO.upper() not in ("L", "U"):
@@ -218,7 +212,7 @@ def _syev(A, UPLO, check, method, vectors: bool):
     if check and used in _INFO_SAYS_ALL and a.on_gpu:
         if bool(info.any()):   # the kernel's info also flags non-finite input (NaN results)
             name = routine_name(row, a.dtype.name, True)
-            nan = (~torch_isfinite(w).reshape(batch, -1).all(-1)).nonzero()
+            nan = (~w.isfinite().reshape(batch, -1).all(-1)).nonzero()
             if len(nan):
                 i = int(nan[0])
                 raise NonFiniteError(name, "the eigenvalues or eigenvectors have non-finite "

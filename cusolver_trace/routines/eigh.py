@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .._arrays import Array, ArrayLike, as_numpy, flag, wrap
+from .._dtypes import dtype_info
 from ..backends import cpu as _cpu
 from ..errors import NoConvergenceError, NonFiniteError
 from ._lu_check import square
@@ -194,16 +195,15 @@ def _syev(A, UPLO, check, method, vectors: bool):
     if used == "jacobi" and n > _JACOBI_MAX_N:
         raise ValueError(f"method 'jacobi' (one CUDA thread per matrix, cyclic Jacobi) takes "
                          f"matrices of order <= {_JACOBI_MAX_N}, got n = {n}")
-    real = np.dtype(a.dtype.numpy).type(0).real.dtype
+    real = dtype_info(a.dtype.real_name)
     if n == 0 or batch == 0:
         if a.kind == "numpy":
-            return np.zeros((*batch_shape, n), real), (np.zeros(a.shape, a.dtype.numpy)
-                                                       if vectors else None)
+            return np.zeros((*batch_shape, n), real.numpy), (np.zeros(a.shape, a.dtype.numpy)
+                                                             if vectors else None)
         import torch
 
         dev = a.data.device
-        w = torch.zeros((*batch_shape, n), dtype=torch.from_numpy(np.zeros(0, real)).dtype,
-                        device=dev)
+        w = torch.zeros((*batch_shape, n), dtype=real.torch, device=dev)
         v = torch.zeros(a.shape, dtype=a.dtype.torch, device=dev) if vectors else None
         return wrap(w, a), (wrap(v, a) if vectors else None)
     row = SYEV.rows[used]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ._model import (UP_TO_2_11, DispatchRule, Inputs, Method, OpError, Option, When, host,
-                     lazy_backend)
+from ._model import (UP_TO_2_11, DispatchRule, Inputs, Method, Option, When, host,  # noqa: F401
+                     lazy_backend, on_A)  # on_A: fam.on_A
 
 UPLO = Option(
     "UPLO", "L", ("L", "U"), "--uplo",
@@ -44,17 +44,6 @@ def triangle(x, opts):
 def reads(inputs: Inputs, opts) -> tuple:
     """What an eigensolver reads: the ``UPLO`` triangle of A."""
     return (triangle(inputs.x, opts),)
-
-
-def on_A(op_name: str):
-    """``make_inputs`` of an op on a Hermitian A itself; refuses anything handed over."""
-    def make(A, given, opts):
-        if given:
-            raise OpError(f"{op_name} takes A itself, not {', '.join(given)}=")
-        if A is None:
-            raise ValueError("need A")
-        return Inputs(A, A)
-    return make
 
 
 # --------------------------------------------------------------------------- torch's dispatch

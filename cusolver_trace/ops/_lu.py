@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ._model import (UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, Method, OpError, When,
-                     bool_option, host, lazy_backend)  # noqa: F401  (host: fam.host)
+from ._model import (UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, Method, When,  # noqa: F401
+                     bool_option, host, lazy_backend, on_A)  # host, on_A: fam.host, fam.on_A
 
 PIVOT = bool_option("pivot", True, "--pivot", ("true", "yes"), ("false", "no"),
                     {True: "piv", False: "nopiv"},
@@ -37,17 +37,6 @@ def reads(inputs: Inputs, opts) -> tuple:
     """What an LU-family op reads: the whole matrix argument (A, or the LU factor with its
     unit lower and upper triangles), and B."""
     return tuple(t for t in (inputs.x, inputs.B) if t is not None)
-
-
-def on_A(op_name: str):
-    """``make_inputs`` of an op on a general A itself; refuses anything handed over."""
-    def make(A, given, opts):
-        if given:
-            raise OpError(f"{op_name} takes A itself, not {', '.join(given)}=")
-        if A is None:
-            raise ValueError("need A")
-        return Inputs(A, A)
-    return make
 
 
 def on_lu(A, given: dict, opts) -> Inputs:

@@ -259,6 +259,18 @@ class Inputs:
                       list(self.notes), self.factor_failed)
 
 
+def on_A(op_name: str):
+    """``make_inputs`` of an op on A itself (general or Hermitian); refuses anything handed
+    over."""
+    def make(A, given, opts):
+        if given:
+            raise OpError(f"{op_name} takes A itself, not {', '.join(given)}=")
+        if A is None:
+            raise ValueError("need A")
+        return Inputs(A, A)
+    return make
+
+
 def host(t):
     """A CPU tensor's values as a NumPy array for LAPACK (conjugate / negative bits resolved)."""
     return t.detach().resolve_conj().resolve_neg().numpy()

@@ -52,6 +52,27 @@ def _set_info(ptr, value):
     _mem(ptr, 1, np.int32)[0] = value
 
 
+def fake_handles(mp, calls: list, bound: dict) -> None:
+    """Stand-ins for the raw layer's handle, params and stream calls: numbered handles, and
+    each SetStream recorded in ``calls`` and in ``bound`` (handle -> stream)."""
+    counter = iter(range(100, 10_000))
+    mp.setattr(rcs, "create", lambda: next(counter))
+    mp.setattr(rcs, "createParams", lambda: next(counter))
+    mp.setattr(rcb, "create", lambda: next(counter))
+    mp.setattr(rcs, "destroy", lambda h: None)
+    mp.setattr(rcs, "destroyParams", lambda h: None)
+    mp.setattr(rcb, "destroy", lambda h: None)
+
+    def set_stream(kind):
+        def run(handle, stream):
+            calls.append((f"{kind}SetStream", {"stream": stream}))
+            bound[handle] = stream
+        return run
+
+    mp.setattr(rcs, "setStream", set_stream("cusolverDn"))
+    mp.setattr(rcb, "setStream", set_stream("cublas"))
+
+
 class FakeRaw:
     """Records raw calls and runs them with LAPACK on the addressed memory."""
 
@@ -70,22 +91,7 @@ class FakeRaw:
 
     # -- handles
     def install(self, mp):
-        counter = iter(range(100, 10_000))
-        mp.setattr(rcs, "create", lambda: next(counter))
-        mp.setattr(rcs, "createParams", lambda: next(counter))
-        mp.setattr(rcb, "create", lambda: next(counter))
-        mp.setattr(rcs, "destroy", lambda h: None)
-        mp.setattr(rcs, "destroyParams", lambda h: None)
-        mp.setattr(rcb, "destroy", lambda h: None)
-
-        def set_stream(kind):
-            def run(handle, stream):
-                self.calls.append((f"{kind}SetStream", {"stream": stream}))
-                self.bound[handle] = stream
-            return run
-
-        mp.setattr(rcs, "setStream", set_stream("cusolverDn"))
-        mp.setattr(rcb, "setStream", set_stream("cublas"))
+        fake_handles(mp, self.calls, self.bound)
         for name in ("Xpotrf_bufferSize", "Xpotrf", "potrf_bufferSize", "potrf", "potrfBatched",
                      "Xpotrs", "potrs", "potrsBatched", "potri_bufferSize", "potri",
                      "Xtrtri_bufferSize", "Xtrtri"):

@@ -33,6 +33,7 @@ import scipy.linalg.lapack as lapack
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cuda_backend_calls import fake_handles
 
 from cusolver_trace.backends import _context, cuda, cuda_lu
 from cusolver_trace.raw import cublas as rcb
@@ -104,22 +105,7 @@ class FakeRaw:
         return [c[0] for c in self.calls if not c[0].endswith("SetStream")]
 
     def install(self, mp):
-        counter = iter(range(100, 10_000))
-        mp.setattr(rcs, "create", lambda: next(counter))
-        mp.setattr(rcs, "createParams", lambda: next(counter))
-        mp.setattr(rcb, "create", lambda: next(counter))
-        mp.setattr(rcs, "destroy", lambda h: None)
-        mp.setattr(rcs, "destroyParams", lambda h: None)
-        mp.setattr(rcb, "destroy", lambda h: None)
-
-        def set_stream(kind):
-            def run(handle, stream):
-                self.calls.append((f"{kind}SetStream", {"stream": stream}))
-                self.bound[handle] = stream
-            return run
-
-        mp.setattr(rcs, "setStream", set_stream("cusolverDn"))
-        mp.setattr(rcb, "setStream", set_stream("cublas"))
+        fake_handles(mp, self.calls, self.bound)
         for name in ("getrf_bufferSize", "getrf", "getrs", "Xgetrf_bufferSize", "Xgetrf",
                      "Xgetrs"):
             mp.setattr(rcs, name, getattr(self, name))

@@ -61,7 +61,10 @@ _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel"
 #: one more n x n buffer); float32 / complex64 / complex128 take trtri_base 1024 and the
 #: mirror kernel (fill="kernel": 13.19 vs 14.59 ms float32 8192, 17.68 vs 20.08 complex128
 #: 6144, 17.75 vs 19.16 complex64 6144).
-_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 1024, "trtri_scratch": True},
+#: Then (issue 27, memory): float64 puts that scratch in the result's unused triangle
+#: (trtri_scratch="triangle") and mirrors in place (fill="kernel"): two n x n buffers.
+_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 1024, "trtri_scratch": "triangle",
+                                    "fill": "kernel"},
                         "float32": {"trtri_base": 1024, "fill": "kernel"},
                         "complex64": {"trtri_base": 1024, "fill": "kernel"},
                         "complex128": {"trtri_base": 1024, "fill": "kernel"}}
@@ -307,8 +310,9 @@ def _gemm_lauum_params(dtype, overrides):
         raise ValueError(f"trmm_kernel must be 'trmm' or 'gemm', got {p['trmm_kernel']!r}")
     if p["lauum_diag"] not in ("gemm", "trmm"):
         raise ValueError(f"lauum_diag must be 'gemm' or 'trmm', got {p['lauum_diag']!r}")
-    if not isinstance(p["trtri_scratch"], bool):
-        raise ValueError(f"trtri_scratch must be a bool, got {p['trtri_scratch']!r}")
+    if not (isinstance(p["trtri_scratch"], bool) or p["trtri_scratch"] == "triangle"):
+        raise ValueError(f"trtri_scratch must be True, False or 'triangle', got "
+                         f"{p['trtri_scratch']!r}")
     if p["fill"] not in ("where", "kernel"):
         raise ValueError(f"fill must be 'where' or 'kernel', got {p['fill']!r}")
     if p["syrk_kernel"] not in ("syrk", "gemm"):
@@ -333,7 +337,10 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
        ``trmm_kernel="gemm"`` runs the remaining out-of-place trmm as gemm (V's other
        triangle is exactly zero, so that is exact; the zero half is wasted work).
        ``trtri_scratch=True`` puts L21·V11 in a third matrix instead (both products out of
-       place, no in-place ordering; one more n × n buffer).
+       place, no in-place ordering; one more n × n buffer); ``trtri_scratch="triangle"``
+       puts it in matrix 0's other (strict upper) triangle, which nothing reads: out of
+       place in two buffers (the sub-problem of order m + k at offset o uses the m × k
+       block at rows o…o+m−1, columns o+m…o+m+k−1).
     2. **lauum out of place, one gemm per block row** (``lauum_block`` rows each): block
        row i of A⁻¹'s lower triangle is R[i, :i+1] = V[i:, i]ᴴ·V[i:, :i+1], reading V only,
        so all block rows are independent (spread over the streams); ``lauum_diag="trmm"``
@@ -348,9 +355,11 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
 
     Examples
     --------
-    >>> p = inverse_plan(1000, dtype="float64", streams=2)   # float64: trtri_scratch
+    >>> p = inverse_plan(1000, dtype="float64", streams=2)   # float64: scratch in a triangle
     >>> p.matrices, p.identity, p.result, p.streams
-    (3, (1,), 0, 2)
+    (2, (1,), 0, 2)
+    >>> inverse_plan(1000, trtri_scratch=True).matrices
+    3
     >>> inverse_plan(1000, dtype="float32").matrices
     2
     >>> check_schedule(p.calls)
@@ -372,7 +381,8 @@ def _gemm_lauum_plan(calls, n, upper, p, **extra) -> Plan:
     if upper:
         calls = [transpose_call(c, n) for c in calls]
     calls = schedule(calls, p["streams"])
-    return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] else 2, identity=(1,),
+    return Plan(tuple(calls), n, upper, matrices=3 if p["trtri_scratch"] is True else 2,
+                identity=(1,),
                 result=0, streams=max((c.stream for c in calls), default=0) + 1, **extra)
 
 
@@ -448,8 +458,10 @@ def _inverse_calls(n, p):
             return [Call("trsm", "L", nn, nn, V(o, o), a=(o, o), side="L", trans="N")]
         k = split_point(nn, blk)
         m = nn - k
-        if p["trtri_scratch"]:  # L21·V11 into matrix 2, then V21 = −V22·that: all out of place
-            W = (o + k, 2 * n + o)
+        if p["trtri_scratch"]:  # L21·V11 into scratch, then V21 = −V22·that: all out of place
+            # matrix 2, or the m × k block at (o, o + m) of matrix 0: inside its strict upper
+            # triangle (rows < o + m <= columns), which holds nothing the plan reads
+            W = (o, o + m) if p["trtri_scratch"] == "triangle" else (o + k, 2 * n + o)
             return (trtri(k, o) + trtri(m, o + k)
                     + _trmm_out_calls("L", "R", "N", m, k, W, (o + k, o), V(o, o), 1.0, mb, blk,
                                       kern)

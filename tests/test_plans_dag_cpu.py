@@ -54,7 +54,9 @@ def _tol(dtype):
                                   dict(streams=1), dict(streams=3, trmm_kernel="gemm",
                                                         lauum_diag="trmm"),
                                   dict(trtri_scratch=True), dict(trtri_scratch=True,
-                                                                 trmm_kernel="gemm")])
+                                                                 trmm_kernel="gemm"),
+                                  dict(trtri_scratch="triangle"),
+                                  dict(trtri_scratch="triangle", trmm_kernel="gemm", streams=3)])
 def test_inverse_plan_computes_the_inverse(dtype, upper, n, opts):
     A = _spd(n, dtype, seed=n)
     p = inverse_plan(n, upper, dtype=dtype, **{**SMALL, **opts})
@@ -296,13 +298,13 @@ def _run_order(ops, order, factor, n, matrices=2):
     return buf[0].mT.clone()
 
 
-@pytest.mark.parametrize("scratch", [False, True])
+@pytest.mark.parametrize("scratch", [False, True, "triangle"])
 def test_every_order_the_streams_allow_gives_the_sequential_result(scratch):
     n = 40
     A = _spd(n, torch.float64, seed=1)
     L = torch.linalg.cholesky(A)
     p = inverse_plan(n, **SMALL, streams=3, trtri_scratch=scratch)
-    assert p.matrices == (3 if scratch else 2)
+    assert p.matrices == (3 if scratch is True else 2)
     ops, preds = _graph(p.calls)
     ref = _run_order(ops, list(range(len(ops))), L, n, p.matrices)
     rng = random.Random(0)

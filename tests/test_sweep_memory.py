@@ -93,10 +93,10 @@ def test_gpu_rows_get_the_measured_peak_and_the_rows_stated_workspace(monkeypatc
     assert seen == [("cpu", 2, 8, 8)] * 4            # one untimed call per method, torch too
     assert all(r["peak_extra_n2"] == 1.25 for r in rows.values())
     assert rows["torch"]["workspace_n2"] is None     # torch's own call: no routine row
-    assert rows["potri"]["workspace_n2"] == routines.INVERSE_METHODS["potri"].workspace == 4.0
+    assert rows["potri"]["workspace_n2"] == routines.INVERSE_METHODS["potri"].workspace == 1.0
     assert rows["potrs"]["workspace_n2"] == routines.INVERSE_METHODS["potrs"].workspace == 2.0
     auto = rows["auto"]   # on these CPU inputs auto resolves to potri
-    assert auto["resolved"] == "potri" and auto["workspace_n2"] == 4.0
+    assert auto["resolved"] == "potri" and auto["workspace_n2"] == 1.0
 
 
 @pytest.mark.parametrize("op, method, table, row", [
@@ -125,12 +125,14 @@ def test_every_cuda_row_states_its_workspace():
             if impl.cuda is not None:
                 assert isinstance(impl.workspace, float) and 0 <= impl.workspace < 8, (
                     table.operation, name)
-    # issue 27's H200 measurements at n = 8192
-    measured = {"torch": 2.00, "potrs": 2.00, "rec_trtri_lauum": 2.14, "potri": 4.00,
-                "gemm_lauum": 4.13}
-    for name, value in measured.items():
-        assert routines.INVERSE_METHODS[name].workspace == value
-    assert routines.SPD_INVERSE_TABLE.rows["gemm_lauum"].workspace == 5.13
+    # issue 27's targets: gemm_lauum (auto for large float64) and potri within 2.0 n², the
+    # A -> A^-1 row auto runs for large n within 3.0; torch's own rows as measured
+    inv, spd = routines.INVERSE_METHODS, routines.SPD_INVERSE_TABLE.rows
+    assert inv["gemm_lauum"].workspace <= 2.0 and inv["potri"].workspace <= 2.0
+    assert inv["torch"].workspace == 2.0 and spd["torch"].workspace == 3.0
+    assert routines.resolve_spd_method("auto", 8192, 1, "float64", "cpu") == "potri"
+    big = routines.CHOLESKY_INVERSE.resolve("auto", 8192, 1, "float64", "cuda")
+    assert spd[big].workspace <= 3.0
 
 
 def _rows(peak, stated):
@@ -169,3 +171,36 @@ def test_cli_json_has_the_memory_column(tmp_path, capsys, monkeypatch, cpu_load_
     recs = json.loads(capsys.readouterr().out)
     assert [r["peak n²"] for r in recs] == [3.5, 3.5]
     assert [r["peak_extra_n2"] for r in json.loads(out.read_text())["results"]] == [3.5, 3.5]
+
+
+def test_auto_takes_torchs_path_where_its_pick_does_not_fit_in_free_memory(monkeypatch):
+    """Table._fitting: a row stating more workspace than torch's runs only where the device
+    has that much free; otherwise auto runs torch's row (never an out-of-memory error that
+    torch would not raise). Small needs do not ask the device at all."""
+    from cusolver_trace.routines import _table
+
+    asked = []
+
+    def free(device):
+        asked.append(device)
+        return free.bytes
+
+    monkeypatch.setattr(_table, "free_device_bytes", free)
+    t = routines.CHOLESKY_INVERSE
+    monkeypatch.setattr(t, "auto", {"all": routines.AutoRule("rec_trtri_lauum")})
+    n, isz = 8192, 8
+    need = t.rows["rec_trtri_lauum"].workspace * n * n * isz
+    free.bytes = int(need) + 1
+    assert t.resolve("auto", n, 1, "float64", "cuda:1") == "rec_trtri_lauum"
+    assert asked == ["cuda:1"]
+    free.bytes = int(need) - 1
+    assert t.resolve("auto", n, 1, "float64", "cuda:1") == "torch"
+    free.bytes = 0
+    assert t.resolve("auto", 64, 1, "float64", "cuda") == "rec_trtri_lauum"   # not asked
+    assert t.resolve("rec_trtri_lauum", n, 1, "float64", "cuda") == "rec_trtri_lauum"  # explicit
+    assert len(asked) == 2
+    monkeypatch.setattr(t, "auto", {"all": routines.AutoRule("potrs")})   # no more than torch
+    assert t.resolve("auto", n, 1, "float64", "cuda") == "potrs" and len(asked) == 2
+    free.bytes = None                                                      # no CUDA device
+    monkeypatch.setattr(t, "auto", {"all": routines.AutoRule("rec_trtri_lauum")})
+    assert t.resolve("auto", n, 1, "float64", "cuda") == "rec_trtri_lauum"

@@ -180,13 +180,6 @@ def matrices(w: torch.Tensor, batch_shape) -> torch.Tensor:
     return w.mT.reshape(*batch_shape, r, c)
 
 
-def hermitian_from_triangle(x: torch.Tensor, upper: bool) -> torch.Tensor:
-    """Full Hermitian matrix from the ``upper`` / lower triangle of ``x`` (..., n, n)."""
-    if upper:
-        return x.triu() + x.triu(1).mH
-    return x.tril() + x.tril(-1).mH
-
-
 def _info(w):
     return torch.zeros(w.shape[0], dtype=torch.int32, device=w.device)
 
@@ -320,7 +313,10 @@ def potrs_identity(c: torch.Tensor, upper: bool, api: str = "X"):
 
 @on_tensor_device
 def potri(c: torch.Tensor, upper: bool):
-    """``cusolverDn<t>potri`` per matrix, then the full Hermitian inverse from its triangle."""
+    """``cusolverDn<t>potri`` per matrix in one column-major working copy, then the other
+    triangle mirrored in place (:func:`.cuda_plans.mirror_triangle`): the factor's copy,
+    which becomes the result, and potri's workspace are all the memory it takes. Returns
+    ``(Ainv, info)``; real results are row-major, complex ones column-major views."""
     dt = _dtype(c.dtype)
     n, t = c.shape[-1], dt.prefix
     w, _, info = cuda_copy.column_major(c, info=True)
@@ -334,7 +330,13 @@ def potri(c: torch.Tensor, upper: bool):
     work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
     for b in range(batch):
         cs.potri(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
-    return hermitian_from_triangle(w, upper), info
+    from .cuda_plans import mirror_triangle   # cuda_plans imports this module
+
+    store = w.mT.reshape(-1, n, n)   # the storage: contiguous, each matrix column-major
+    with ctx.cupy_stream():
+        mirror_triangle(store, upper, dt)
+    # a real symmetric matrix is its own transpose: the storage read row-major is the result
+    return (w.mT if not dt.is_complex else w), info
 
 
 @on_tensor_device

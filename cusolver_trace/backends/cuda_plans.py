@@ -274,19 +274,24 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
     return hermitian_fill(matrices(w, c.shape[:-2]), upper), info
 
 
-def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, **params):
+def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite: bool = False,
+               **params):
     """Inverse from the factor by :func:`cusolver_trace.plans.inverse_plan`: the factor's
     column-major copy and an identity (two ``(batch, n, n)`` tensors, the plan's matrices
     0 and 1), the recursive trtri into the identity, then the lauum as one GEMM per block
     row into the copy, on the plan's streams; returns ``(full Hermitian inverse, None)``
     (cuBLAS reports no singular factor: the check kernel does). ``params`` override ``BLOCKING["gemm_lauum"]``;
     ``emulate`` runs the cuBLAS calls with FP64 fixed-point emulation (:func:`emulation`;
-    FP64 / complex128 GEMM-class calls only)."""
+    FP64 / complex128 GEMM-class calls only). ``overwrite``: when each matrix of ``c`` is
+    stored column-major in one contiguous buffer (``c.mT`` contiguous, as a
+    :func:`.cuda.potrf` factor), the plan works in that storage (matrix 0) instead of a
+    copy, and ``c`` is destroyed: the factor becomes the result (one n × n buffer less)."""
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
     fill = _fill_mode(dt.name, params)
     plan = inverse_plan(n, upper, dtype=dt.name, **params)
-    mats = _plan_buffers(c.reshape(-1, n, n), plan)
+    own = c.mT.reshape(-1, n, n) if overwrite and c.mT.is_contiguous() else None
+    mats = _plan_buffers(c.reshape(-1, n, n), plan, own)
     with on_device(c.device) as ctx:
         run = plan_runner(ctx, dt, (plan.calls,), mats[0], extra=mats[1:])
         with emulation(run.handles, emulate):
@@ -304,12 +309,16 @@ def _fill_mode(dtype_name, params):
     return fill
 
 
-def _plan_buffers(x, plan):
+def _plan_buffers(x, plan, first=None):
     """One contiguous ``(batch, n, n)`` tensor per matrix of the plan (each matrix stored
-    column-major): matrix 0 the column-major copy of ``x``, the ``identity`` ones I."""
+    column-major): matrix 0 the column-major copy of ``x`` (or ``first``, already that
+    storage), the ``identity`` ones I."""
     n = x.shape[-1]
     mats = []
     for q in range(plan.matrices):
+        if q == 0 and first is not None:
+            mats.append(first)
+            continue
         m = torch.empty((x.shape[0], n, n), dtype=x.dtype, device=x.device)
         if q == 0:
             m.copy_(x.mT)
@@ -324,11 +333,13 @@ def _hermitian(w, upper, fill, dt):
     """The full Hermitian matrices (batch, n, n) from the ``upper`` / lower triangle of the
     column-major working buffer ``w``: ``"where"`` builds a new tensor
     (:func:`cusolver_trace.plans.hermitian_fill`); ``"kernel"`` mirrors the triangle in
-    place (one tiled transpose kernel, :func:`mirror_triangle`) and returns ``w``'s view."""
+    place (one tiled transpose kernel, :func:`mirror_triangle`) and returns ``w`` itself for
+    real types (a symmetric matrix stored column-major is the same matrix row-major:
+    contiguous), its column-major view ``w.mT`` for complex ones."""
     if fill == "where":
         return hermitian_fill(w.mT, upper)
     mirror_triangle(w, upper, dt)
-    return w.mT
+    return w if not dt.is_complex else w.mT
 
 
 _MIRROR_SRC = r"""

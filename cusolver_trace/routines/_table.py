@@ -264,6 +264,22 @@ class Table:
         self._memo[key] = (rule.method, rules, token)
         return rule.method
 
+    def _fitting(self, method: str, n: int, batch: int, dtype: str, device: str) -> str:
+        """``method``, or the ``"torch"`` row where ``method`` states more workspace than
+        torch's (:attr:`Impl.workspace`) and that workspace does not fit in the device's
+        free memory (:func:`free_device_bytes`; asked only when the extra need is at least
+        :data:`FIT_CHECK_BYTES`): ``auto`` never raises an out-of-memory error that torch's
+        own path would not have raised."""
+        row, base = self.rows[method], self.rows.get("torch")
+        if (base is None or row.workspace is None or base.workspace is None
+                or row.workspace <= base.workspace):
+            return method
+        need = row.workspace * n * n * dtype_info(dtype).itemsize * max(int(batch), 1)
+        if (row.workspace - base.workspace) * need / row.workspace < FIT_CHECK_BYTES:
+            return method
+        free = free_device_bytes(device)
+        return method if free is None or need <= free else "torch"
+
     def resolve(self, method: str, n: int, batch: int = 1, dtype="float64",
                 device="cuda") -> str:
         """The row that runs for ``method`` on ``batch`` matrices of order ``n``.
@@ -305,6 +321,8 @@ class Table:
         name = dtype_info(dtype).name   # TypeError for a dtype no method takes
         if method == "auto":
             method = (self.auto_from or self)._auto(n, batch, name, dev)
+            if dev == "cuda":
+                method = self._fitting(method, n, batch, name, str(device))
         row = self.rows[method]
         if dev == "cpu" and row.gpu_only:
             raise ValueError(f"method {method!r} runs on the GPU "
@@ -312,6 +330,31 @@ class Table:
         if dev == "cuda" and row.cuda is None:
             raise ValueError(f"method {method!r} runs on the CPU only")
         return method
+
+
+#: Extra bytes (a row's workspace beyond torch's) below which ``auto`` does not ask the
+#: device for its free memory (:meth:`Table._fitting`).
+FIT_CHECK_BYTES = 64 << 20
+
+
+def free_device_bytes(device: str) -> int | None:
+    """Bytes a new allocation can take on CUDA ``device`` (``"cuda"``: the current device,
+    ``"cuda:1"``): the driver's free memory plus what torch's caching allocator holds
+    reserved but unused (``torch.cuda.mem_get_info``, ``memory_reserved``,
+    ``memory_allocated``); None where torch sees no CUDA device.
+
+    Examples
+    --------
+    >>> free_device_bytes("cuda:0")   # doctest: +SKIP
+    149624733696
+    """
+    import torch
+
+    if not torch.cuda.is_available():   # nothing to ask: the call fails where it runs
+        return None
+    idx = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+    free, _total = torch.cuda.mem_get_info(idx)
+    return int(free + torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx))
 
 
 # --------------------------------------------------------------------------- info and empty input
@@ -371,5 +414,6 @@ def empty_result(like: Operand, shape, info_shape):
 
 
 def device_of(op: Operand) -> str:
-    """``"cuda"`` or ``"cpu"``: where an operand's work runs."""
-    return "cuda" if op.on_gpu else "cpu"
+    """``"cuda:<index>"`` or ``"cpu"``: where an operand's work runs (what
+    :meth:`Table.resolve` takes)."""
+    return f"cuda:{op.data.get_device()}" if op.on_gpu else "cpu"

@@ -92,20 +92,20 @@ def _reference_inverse_plan(c, upper):
 
 # workspace (Impl.workspace: peak device memory beyond the factor, result included, in n²,
 # float64). Measured on the H200 at n = 8192 (issue 27, torch 2.11.0+cu130, through the public
-# entry point): torch 2.00, potrs 2.00, potri 4.00 (copy, then tril + tril(-1) + their sum),
-# rec_trtri_lauum 2.14, gemm_lauum 4.13 (float64 takes trtri_scratch: 3 buffers, then the
-# result of the "where" fill and its n²-byte mask). From the code, not measured: trsm,
-# trsm_batched 2.0 (factor copy + identity right-hand side); trtri_lauum 2.13 (copy + result +
-# mask; Xtrtri's and lauum's workspaces not known here); fused 1.0 (the result only);
-# gemm_lauum_emu 4.13 (gemm_lauum's buffers). Other dtypes differ: float32 / complex
-# gemm_lauum use 2 buffers and mirror in place (about 2.0).
+# entry point): torch 2.00, potrs 2.00, rec_trtri_lauum 2.14. From the code, not measured:
+# potri 1.0 (the copy that becomes the result, potri's workspace, the other triangle mirrored
+# in place); gemm_lauum 2.0 (the copy that becomes the result and the triangular inverse; the
+# trtri's scratch in the copy's unused triangle, the mirror in place; every dtype);
+# gemm_lauum_emu the same; trsm, trsm_batched 2.0 (factor copy + identity right-hand side);
+# trtri_lauum 2.13 (copy + result + mask; Xtrtri's and lauum's workspaces not known here);
+# fused 1.0 (the result only).
 INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
     Impl("potrs", "cusolverDnXpotrs on the identity (torch's CUDA path for batch 1)",
                   _cu("potrs_identity", "X"), _cpu.potrs_identity, "inverse_potrs",
                   "cusolverDnXpotrs", "LAPACK {t}potrs", workspace=2.00),
     Impl("potri", "cusolverDn<t>potri + mirror of the triangle (torch's CPU path)",
                   _cu("potri"), _cpu.potri, "potri", "cusolverDn{T}potri", "LAPACK {t}potri",
-                  workspace=4.00),
+                  workspace=1.00),
     Impl("trsm", "two cublas<t>trsm on the identity per matrix (torch >= 2.12, batch <= 8)",
                   _cu("trsm_identity_inverse", batched=False), None, "inverse_potrs",
                   "cublas{T}trsm", workspace=2.0),
@@ -132,12 +132,12 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
                   "blocks, trmm/gemm), then the lauum as one gemm per block row, on 2 streams",
                   _cu_plans("gemm_lauum"), _reference_inverse_plan, "potri",
                   "gemm_lauum plan (cublas{T}trsm, cublas{T}trmm, cublas{T}gemm)",
-                  "gemm_lauum plan (torch reference executor)", workspace=4.13),
+                  "gemm_lauum plan (torch reference executor)", workspace=2.0),
     Impl("gemm_lauum_emu", "gemm_lauum with cuBLAS FP64 fixed-point emulation "
                   "(CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH, EAGER; opt-in, GPU only)",
                   _cu_plans("gemm_lauum", emulate=True), None, "potri",
                   "gemm_lauum plan, FP64 emulation (cublas{T}trsm, cublas{T}trmm, cublas{T}gemm)",
-                  workspace=4.13),
+                  workspace=2.0),
     Impl("torch", "torch.cholesky_inverse itself (what auto falls back to)",
                   _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
                   "torch.cholesky_inverse", "potri", workspace=2.00),
@@ -198,8 +198,8 @@ CHOLESKY_INVERSE = Table("cholesky_inverse", INVERSE_METHODS, _AUTO, can_run=_fu
                          token=lambda: fused().available)
 """The implementation table of :func:`cholesky_inverse`: its rows (:data:`INVERSE_METHODS`)
 and ``auto``'s rules (``CHOLESKY_INVERSE.auto``). Each row states its CUDA workspace
-(:attr:`Impl.workspace`, n² beyond the factor: from 1.0 for fused to 4.13 for gemm_lauum,
-float64), measured on the H200 where the comment above the rows says so."""
+(:attr:`Impl.workspace`, n² beyond the factor: from 1.0 for fused and potri to 2.14 for
+rec_trtri_lauum, float64), measured on the H200 where the comment above the rows says so."""
 
 METHOD_NAMES = CHOLESKY_INVERSE.names
 """Every ``method=`` value :func:`cholesky_inverse` accepts."""

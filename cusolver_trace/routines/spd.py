@@ -39,6 +39,12 @@ def _then(name: str):
     def on_cuda(a, upper):
         batch = math.prod(a.shape[:-2])
         l, info = POTRF.rows[POTRF.resolve("auto", a.shape[-1], batch)].cuda(a, upper)
+        if name == "gemm_lauum":   # factor into the output: the plan works in l's storage
+            from ..backends import cuda_plans
+
+            info = flag_nan_pivots(l, info.reshape(a.shape[:-2])).reshape(-1)  # l is consumed
+            x, _ = cuda_plans.gemm_lauum(l, upper, overwrite=True)
+            return x, a, info   # as potrf_gemm_lauum: the check reads A's triangle
         x, _ = INVERSE_METHODS[name].cuda(l, upper)
         return x, l, info
 
@@ -82,12 +88,12 @@ def _fused_cuda(a, upper):
 
 
 # workspace (Impl.workspace, n² beyond A, result included, float64): measured on the H200
-# at n = 8192 (issue 27): gemm_lauum 5.13 (spd_inverse(A), auto there), torch 3.00 (torch's
-# cholesky_inverse(cholesky(A))). From the code, not measured: every other "potrf, then a
-# cholesky_inverse row" is 1 (the factor) + that row's workspace; potrf_trsm_batched 3.0 at
-# batch 1 (copy + identity + its expanded copy; 2.0 per matrix over a large batch);
-# potrf_gemm_lauum 4.13 (gemm_lauum's 3 float64 buffers, A's copy the first, + the result and
-# its mask); fused 1.0 (the result only).
+# at n = 8192 (issue 27): torch 3.00 (torch's cholesky_inverse(cholesky(A))). From the code,
+# not measured: gemm_lauum (auto there) 2.0 (potrf's column-major factor becomes the result:
+# the plan works in it, + the triangular inverse); potrf_gemm_lauum 2.0 (A's copy, factored and
+# inverted in place, + the triangular inverse); every other "potrf, then a cholesky_inverse
+# row" is 1 (the factor) + that row's workspace; potrf_trsm_batched 3.0 at batch 1 (copy +
+# identity + its expanded copy; 2.0 per matrix over a large batch); fused 1.0 (the result only).
 def _rows():
     rows = {
         "potrf_trsm_batched": Impl(
@@ -98,7 +104,7 @@ def _rows():
             "potrf_gemm_lauum", "one plan: a recursive blocked potrf in place, then "
             "gemm_lauum's calls on the same buffer, scheduled together (the CPU: the same plan "
             "with torch ops)", _plan_cuda, _plan_cpu, "potri", "potrf_gemm_lauum plan",
-            workspace=4.13),
+            workspace=2.0),
         "torch": Impl("torch", "torch.linalg.cholesky_ex, then torch.cholesky_inverse",
                       _torch_cuda, _torch_cpu, "inverse_potrs", "torch.cholesky_inverse",
                       "torch.cholesky_inverse", "potri", workspace=3.00),
@@ -116,7 +122,8 @@ def _rows():
         on_cuda, on_cpu = _then(name)
         rows[name] = Impl(name, f"potrf, then cholesky_inverse's {name!r}: {m.summary}",
                           on_cuda, on_cpu, m.flops, m.mirrors, m.cpu_mirrors, m.cpu_flops,
-                          workspace=None if m.workspace is None else round(1 + m.workspace, 2))
+                          workspace=2.0 if name == "gemm_lauum" else  # in the factor's storage
+                          None if m.workspace is None else round(1 + m.workspace, 2))
     return rows
 
 
@@ -276,10 +283,11 @@ def spd_inverse(A: ArrayLike, upper: bool = False, *, method: str = "auto",
         if acc is not None:
             _raise_for_spd_record(proutine, iroutine, acc, n, batch_shape, upper)
         return wrap(x, a)
-    x, l, info = row.cuda(a.data, upper) if a.on_gpu else row.cpu(as_numpy(a), upper)
+    src = a.data if a.on_gpu else as_numpy(a)
+    x, l, info = row.cuda(src, upper) if a.on_gpu else row.cpu(src, upper)
     if check:
         info = info.reshape(batch_shape)
-        if used != "potrf_gemm_lauum":  # that plan's backend has flagged them (l is A there)
+        if l is not src:  # a row that returns A as l overwrote its factor and flagged its pivots
             info = flag_nan_pivots(l, info)
         if a.on_gpu:  # potrf's info rides in the record's info column: one launch, one sync
             acc = cuda().inverse_check(l, x, upper, info.reshape(-1))

@@ -58,8 +58,13 @@ with profile(activities=acts) as prof:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
 per, count = {}, {}
+def annotation(e):  # a record_function range drawn on the GPU timeline, not a kernel
+    try:
+        return bool(e.is_user_annotation())
+    except Exception:  # a torch without it (2.11's _KinetoEvent has no activity_type either)
+        return False
 for e in prof.profiler.kineto_results.events():
-    if "CUDA" not in str(e.device_type()) or "annotation" in str(e.activity_type()):
+    if "CUDA" not in str(e.device_type()) or annotation(e):
         continue
     lib = classify_kernel(e.name())
     per[lib] = per.get(lib, 0.0) + e.duration_ns() / 1e6

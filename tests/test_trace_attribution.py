@@ -188,6 +188,20 @@ def test_a_record_written_after_its_launch_still_gets_its_kernels():
         assert [a[6] for a in found["activities"]] == [1]
 
 
+def test_a_get_call_between_a_record_and_its_launch_does_not_end_the_call():
+    """The H200 order of torch's aten::bmm (torch 2.11, a BoTorch run: 1360 kernels were left
+    outside every call without --by op): the cublasDgemmStridedBatched record, then
+    cublasGetMathMode (logged from inside it), then the launch. A Set* call still ends it."""
+    ev = [_mark(100, 0, "cublasSetMathMode"), _mark(120, 1, "cublasDgemmStridedBatched"),
+          _mark(130, 2, "cublasGetMathMode"), _launch(140, 50), _kernel(200, 50, BMM)]
+    for all_ops in (False, True):
+        found = correlate(ev, all_ops=all_ops)
+        assert [a[6] for a in found["activities"]] == [1], all_ops
+    ev = [_mark(120, 0, "cublasDgemmStridedBatched"), _mark(130, 1, "cublasSetStream_v2"),
+          _launch(140, 50), _kernel(200, 50, BMM)]
+    assert [a[6] for a in correlate(ev, all_ops=False)["activities"]] == [-1]
+
+
 def test_a_kernel_without_its_launch_event_is_placed_by_correlation_order():
     """No runtime event carries the kernel's correlation id (a launch CUPTI did not report):
     the API event just before it in correlation order stands for the launch, not the

@@ -21,7 +21,9 @@ before cuSOLVER / cuBLAS) is loaded, without importing :mod:`cusolver_trace`.
    op was recorded, the search stays inside the op that launched the activity (kineto's
    linked correlation: the innermost op open at the launch), so torch's own work in other
    ops never lands on a library call. Without ops, a marker of a setup call (handles,
-   streams, math mode: they launch nothing) ends the previous call. A record written after
+   streams, math mode: they launch nothing) ends the previous call, except a ``Get*`` call,
+   which changes nothing (cuBLAS's ``cublas<t>gemmStridedBatched`` logs
+   ``cublasGetMathMode`` between its own record and its launch). A record written after
    its call's launches is caught too (:func:`_late_records`). Names play one part only: a
    kernel compiled into torch (ATen / c10 templates, MAGMA, which torch links statically)
    is never launched by cuSOLVER or cuBLAS.
@@ -51,6 +53,7 @@ RECORD_HEAD_RE = re.compile(
 _TICK_RE = re.compile(r"^" + re.escape(TICK_PREFIX) + r"(?P<i>\d+):(?P<name>\w+)$")
 _QUERY_RE = re.compile(r"_?[bB]ufferSize$")
 _SETUP_RE = re.compile(r"^(?:cusolverDn|cublas)(?:Create|Destroy|Set|Get)")
+_GET_RE = re.compile(r"^(?:cusolverDn|cublas)Get")
 #: Kernels only torch launches: its ATen / c10 templates and MAGMA's (linked into torch).
 _TORCH_KERNEL_RE = re.compile(r"\b(?:at|c10)::|magma_|_template_batched_|^(?:void )?kernel_dset_pointer\b"
                               r"|^(?:void )?[sdcz]?displace_pointers_kernel\b"
@@ -415,8 +418,12 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
             if g:  # inside one op: its last compute call before the launch, else its first
                 j = bisect.bisect_right(ctimes, t) - 1
                 rec = cidx[j] if j >= 0 else (cidx[0] if cidx else -1)
-            else:  # by time: a setup call's marker ends the call before it
+            else:  # by time: a setup call's marker ends the call before it, but a Get* call
+                # changes nothing and may come from inside the call (cuBLAS's strided
+                # batched GEMM asks cublasGetMathMode after its record, before its launch)
                 j = bisect.bisect_right(times, t) - 1
+                while j >= 0 and _GET_RE.match(names[idx[j]]):
+                    j -= 1
                 if j >= 0 and call_kind(names[idx[j]]) == "compute":
                     rec = idx[j]
         if rec >= 0 and ln is not None:

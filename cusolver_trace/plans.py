@@ -62,9 +62,13 @@ _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel"
 #: mirror kernel (fill="kernel": 13.19 vs 14.59 ms float32 8192, 17.68 vs 20.08 complex128
 #: 6144, 17.75 vs 19.16 complex64 6144).
 #: Then (issue 27, memory): float64 puts that scratch in the result's unused triangle
-#: (trtri_scratch="triangle") and mirrors in place (fill="kernel"): two n x n buffers.
-_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 1024, "trtri_scratch": "triangle",
-                                    "fill": "kernel"},
+#: (trtri_scratch="triangle") and mirrors in place (fill="kernel"): two n x n buffers, the
+#: same speed (12.33 vs 12.08 ms at 8192, 72.7 vs 74.6 at 16384). A grid of 72 combinations
+#: (2026-12-03, benchmarks/results/h200-2026-12-03-c, scripts/runC.sh, no check): trtri_base
+#: 512, 6 streams, lauum_block 256 is the best or within 1 % of it at 4096 / 8192 / 16384:
+#: 2.47 / 10.63 / 66.2 ms against 3.15 / 11.47 / 71.1 with 1024, 2 streams, 512.
+_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 512, "streams": 6, "lauum_block": 256,
+                                    "trtri_scratch": "triangle", "fill": "kernel"},
                         "float32": {"trtri_base": 1024, "fill": "kernel"},
                         "complex64": {"trtri_base": 1024, "fill": "kernel"},
                         "complex128": {"trtri_base": 1024, "fill": "kernel"}}

@@ -102,7 +102,7 @@ def test_inverse_plan_reads_blocking(monkeypatch):
     assert p.streams == 1
     rows = [c for c in p.calls if c.routine == "gemm" and c.beta == 0 and c.c[1] == 0]
     assert [c.c[0] for c in rows] == [0, 7, 14, 21, 28]
-    assert inverse_plan(2000, dtype="float64").streams == 2
+    assert inverse_plan(2000, dtype="float64").streams == 6
 
 
 def test_transpose_call_is_an_involution():
@@ -480,7 +480,7 @@ def test_spd_inverse_plan_overlaps_the_factorization_with_the_inverse():
                 todo.append(j)
     assert ops[0].routine == "potrf" and 0 in before      # it does wait for its own block
     assert last_potrf not in before
-    assert len({c.stream for c in ops}) == 2
+    assert len({c.stream for c in ops}) == p.streams > 1
 
 
 @pytest.mark.parametrize("upper", [False, True])

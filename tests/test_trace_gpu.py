@@ -148,9 +148,6 @@ def test_replay_passes_the_same_null_host_buffer_as_torch():
     assert theirs[0].call.pointers()["bufferOnHost"] == ours[0].call.pointers()["bufferOnHost"] == "0x0"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26, open: on the H200 (torch 2.11, 2026-12-03) library "
-                   "kernels of a program stay outside every call (1360 in the BoTorch client of "
-                   "benchmarks/trace_overhead.py); the correlation does not catch them all yet")
 def test_program_trace_attributes_every_library_kernel(tmp_path):
     """A whole program with the calls issue 26 found unattributed: torch's aten::bmm
     (cublasDgemmStridedBatched, m = n = 2, k = 8, batch 64, float64), next to a Cholesky

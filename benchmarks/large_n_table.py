@@ -1,0 +1,123 @@
+"""Large n: peak extra memory and time of every A⁻¹ method against torch, in one run (issue 27).
+
+    PYTHONPATH=<repo> python3 benchmarks/large_n_table.py OUT.json [--n 4096,8192,16384]
+                      [--repeat 7] [--dtype float64]
+
+On a CUDA GPU, for each n, with A = X·Xᵀ/n + I (seeded) and L = torch.linalg.cholesky(A):
+
+* ``cholesky_inverse(L)``: torch's ``torch.cholesky_inverse(L)`` (the baseline), then
+  ``cusolver_trace.cholesky_inverse(L, method=m)`` for every method below, checks on;
+* ``spd_inverse(A)``: torch's ``torch.cholesky_inverse(torch.linalg.cholesky(A))`` (the
+  baseline), then ``cusolver_trace.spd_inverse(A, method=m)``, checks on.
+
+Each row: the median of ``--repeat`` CUDA-event times (ms, one warm-up call first), the ratio to
+its baseline measured in the same process, the peak device memory beyond what was allocated
+before the call in n² elements (:func:`cusolver_trace.sweep.peak_extra`: torch's caching
+allocator, the result included), the share of the DGEMM rate on the potri count (2n³/3 flops
+for the inverse, n³/3 more for the factorization; the rate of one ``torch.mm`` of two n × n
+matrices in the same run), and the largest relative difference from the baseline's result.
+Prints a Markdown table; OUT.json holds the rows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+INVERSE = ("potrs", "potri", "rec_trtri_lauum", "gemm_lauum", "auto")
+SPD = ("potrf_gemm_lauum", "gemm_lauum", "torch", "auto")
+
+
+def _time(fn, repeat):
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def measure(n: int, dtype: str, repeat: int) -> list[dict]:
+    """The rows for one n (see the module docstring)."""
+    import torch
+
+    import cusolver_trace as ct
+    from cusolver_trace.sweep import peak_extra
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(n)
+    X = torch.randn(n, n, device="cuda", dtype=dt, generator=g)
+    A = X @ X.mT / n + torch.eye(n, device="cuda", dtype=dt)
+    del X
+    L = torch.linalg.cholesky(A)
+    B = torch.randn(n, n, device="cuda", dtype=dt, generator=g)
+    gemm_ms = _time(lambda: B @ B, repeat)
+    rate = 2 * n ** 3 / (gemm_ms * 1e-3)
+    del B
+    isz = torch.empty((), dtype=dt).element_size()
+    rows = []
+    for op, base, methods, call, flops in (
+            ("cholesky_inverse", lambda: torch.cholesky_inverse(L), INVERSE,
+             lambda m: ct.cholesky_inverse(L, method=m), 2 * n ** 3 / 3),
+            ("spd_inverse", lambda: torch.cholesky_inverse(torch.linalg.cholesky(A)), SPD,
+             lambda m: ct.spd_inverse(A, method=m), n ** 3)):
+        ref = base()
+        scale = float(ref.abs().max())
+        entries = [("torch (baseline)", base)] + [(m, (lambda m=m: call(m))) for m in methods]
+        base_ms = None
+        for name, fn in entries:
+            x = fn()
+            err = float((x - ref).abs().max()) / scale
+            del x
+            peak = peak_extra(fn, "cuda", batch=1, n=n, itemsize=isz)
+            ms = _time(fn, repeat)
+            base_ms = ms if base_ms is None else base_ms
+            resolved = (ct.inverse_method(L, "auto") if op == "cholesky_inverse"
+                        else ct.spd_inverse_method(A, "auto")) if name == "auto" else name
+            rows.append({"n": n, "dtype": dtype, "op": op, "method": name, "resolved": resolved,
+                         "ms": ms, "ratio": ms / base_ms, "peak_n2": peak,
+                         "dgemm_share": flops / (ms * 1e-3) / rate, "gemm_tflops": rate / 1e12,
+                         "rel_diff": err})
+        del ref
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", help="JSON file for the rows")
+    p.add_argument("--n", default="4096,8192,16384", help="orders, comma-separated")
+    p.add_argument("--repeat", type=int, default=7, help="timed calls per row (median)")
+    p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
+    args = p.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("large_n_table: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    rows = []
+    print("| n | op | method | ms | / torch | peak extra n² | DGEMM share | max rel. diff |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in (int(x) for x in args.n.split(",")):
+        for r in measure(n, args.dtype, args.repeat):
+            rows.append(r)
+            name = r["method"] + (f" → {r['resolved']}" if r["method"] == "auto" else "")
+            print(f"| {n} | {r['op']} | {name} | {r['ms']:.2f} | {r['ratio']:.3f} | "
+                  f"{r['peak_n2']:.2f} | {100 * r['dgemm_share']:.0f} % | {r['rel_diff']:.1e} |",
+                  flush=True)
+        torch.cuda.empty_cache()
+    with open(args.out, "w") as fh:
+        json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "rows": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

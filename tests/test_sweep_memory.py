@@ -185,8 +185,12 @@ def test_auto_takes_torchs_path_where_its_pick_does_not_fit_in_free_memory(monke
         asked.append(device)
         return free.bytes
 
+    import dataclasses
+
     monkeypatch.setattr(_table, "free_device_bytes", free)
     t = routines.CHOLESKY_INVERSE
+    big = dataclasses.replace(t.rows["rec_trtri_lauum"], workspace=4.0)   # more than torch's
+    monkeypatch.setitem(t.rows, "rec_trtri_lauum", big)
     monkeypatch.setattr(t, "auto", {"all": routines.AutoRule("rec_trtri_lauum")})
     n, isz = 8192, 8
     need = t.rows["rec_trtri_lauum"].workspace * n * n * isz

@@ -248,8 +248,9 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor, *, extra=()):
 
 def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
     """Inverse from the factor: W = L⁻¹ (one ``cusolverDnXtrtri``, or the recursive trtri
-    plan), then W ← Wᴴ·W by the (recursive) lauum plan, on one column-major working copy;
-    returns ``(full Hermitian inverse, info)`` (Xtrtri's info; zeros for the recursive
+    plan), then W ← Wᴴ·W by the (recursive) lauum plan, on one column-major working copy,
+    whose other triangle is then mirrored in place (:func:`mirror_triangle`); returns
+    ``(full Hermitian inverse, info)`` (Xtrtri's info; zeros for the recursive
     trtri, whose diagonal blocks are inverted by trsm, which reports nothing).
 
     ``BLOCKING["streams"]`` > 1 runs the two plans as one, scheduled on that many streams
@@ -271,7 +272,8 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
         for b in range(w.shape[0]):
             for plan in plans:
                 run(plan, _ptr(w, b), _ptr(info, b))
-    return hermitian_fill(matrices(w, c.shape[:-2]), upper), info
+        out = _hermitian(w, upper, "kernel", dt)   # in place: the copy is the result
+    return out.reshape(c.shape), info
 
 
 def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite: bool = False,

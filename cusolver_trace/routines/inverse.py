@@ -92,13 +92,13 @@ def _reference_inverse_plan(c, upper):
 
 # workspace (Impl.workspace: peak device memory beyond the factor, result included, in n²,
 # float64). Measured on the H200 at n = 8192 (issue 27, torch 2.11.0+cu130, through the public
-# entry point): torch 2.00, potrs 2.00, rec_trtri_lauum 2.14. From the code, not measured:
-# potri 1.0 (the copy that becomes the result, potri's workspace, the other triangle mirrored
-# in place); gemm_lauum 2.0 (the copy that becomes the result and the triangular inverse; the
-# trtri's scratch in the copy's unused triangle, the mirror in place; every dtype);
-# gemm_lauum_emu the same; trsm, trsm_batched 2.0 (factor copy + identity right-hand side);
-# trtri_lauum 2.13 (copy + result + mask; Xtrtri's and lauum's workspaces not known here);
-# fused 1.0 (the result only).
+# entry point): torch 2.00, potrs 2.00; potri 1.00 and gemm_lauum 2.00 (2026-12-03, also at
+# 4096 and 16384). From the code, not measured: rec_trtri_lauum about 1.02 and trtri_lauum 1.0
+# (the copy that becomes the result, mirrored in place; the trsm blocks' identity and lauum's
+# workspace; measured 2.14 when the mirror made a new tensor); gemm_lauum in every dtype and
+# gemm_lauum_emu 2.0 (the copy that becomes the result and the triangular inverse, the trtri's
+# scratch in the copy's unused triangle); trsm, trsm_batched 2.0 (factor copy + identity
+# right-hand side); fused 1.0 (the result only).
 INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
     Impl("potrs", "cusolverDnXpotrs on the identity (torch's CUDA path for batch 1)",
                   _cu("potrs_identity", "X"), _cpu.potrs_identity, "inverse_potrs",
@@ -116,12 +116,12 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
                   "(syrk/herk, trmm, gemm; cusolverDn<t>lauum on diagonal blocks)",
                   _cu_plans("trtri_lauum", recursive=False), _reference_plans(False), "potri",
                   "cusolverDnXtrtri", "trtri_lauum plan (torch reference executor)",
-                  workspace=2.13),
+                  workspace=1.0),
     Impl("rec_trtri_lauum", "recursive trtri (cublas<t>trmm; trsm on diagonal blocks), "
                   "then the recursive blocked lauum",
                   _cu_plans("trtri_lauum", recursive=True), _reference_plans(True), "potri",
                   "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)",
-                  "rec_trtri_lauum plan (torch reference executor)", workspace=2.14),
+                  "rec_trtri_lauum plan (torch reference executor)", workspace=1.02),
     Impl("fused", "one cuSOLVERDx kernel for the whole batch: potrs on an identity "
                   "built in shared memory (small n; the cuda13-fused extra)",
                   lambda c, upper: fused().cholesky_inverse(c, upper), None, "inverse_potrs",
@@ -198,8 +198,8 @@ CHOLESKY_INVERSE = Table("cholesky_inverse", INVERSE_METHODS, _AUTO, can_run=_fu
                          token=lambda: fused().available)
 """The implementation table of :func:`cholesky_inverse`: its rows (:data:`INVERSE_METHODS`)
 and ``auto``'s rules (``CHOLESKY_INVERSE.auto``). Each row states its CUDA workspace
-(:attr:`Impl.workspace`, n² beyond the factor: from 1.0 for fused and potri to 2.14 for
-rec_trtri_lauum, float64), measured on the H200 where the comment above the rows says so."""
+(:attr:`Impl.workspace`, n² beyond the factor: from 1.0 for fused, potri and the trtri_lauum
+methods to 2.0 for potrs, trsm and gemm_lauum, float64), measured on the H200 where the comment above the rows says so."""
 
 METHOD_NAMES = CHOLESKY_INVERSE.names
 """Every ``method=`` value :func:`cholesky_inverse` accepts."""

@@ -180,10 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_json(trace, path: str, console, *, full: bool = False, summary=None) -> None:
+def _write_json(trace, path: str, console, *, full: bool = False, summary=None,
+                lines: bool = False) -> None:
     from rich.markup import escape
 
-    text = trace.to_json(full=full, summary=summary)
+    text = trace.to_json(full=full, summary=summary, lines=lines)
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -563,7 +564,9 @@ def _finish_outputs(trace, args, out, summary, chrome: str | None, full: bool) -
         out.print(f"[dim]Chrome-trace timeline written to {escape(chrome)} "
                   f"(open it in https://ui.perfetto.dev)[/dim]")
     if args.json:
-        _write_json(trace, args.json, out, full=full, summary=summary)
+        # log line numbers are of use where the log is at hand
+        _write_json(trace, args.json, out, full=full, summary=summary,
+                    lines=bool(args.keep_log or args.from_log))
 
 
 def _program_timing(result, prof_dir: str | None, why_not: str | None):

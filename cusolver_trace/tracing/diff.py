@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._hook import call_kind
+from .events import library_of
 
 __all__ = ["TraceInputError", "FlatCall", "CallDifference", "TraceDiff", "load_trace_json",
            "flatten", "diff_traces", "calls_equal", "MAX_EDITS"]
@@ -136,6 +137,31 @@ def _nodes(obj, where: str) -> list:
     return calls
 
 
+def _compact_keys(trace: dict, where: str) -> tuple[bool, int]:
+    """``(call_times, number of sources)`` of a compact trace JSON (``(False, 0)`` for the
+    other forms), checked."""
+    timed, sources = trace.get("call_times", False), trace.get("sources", [])
+    if type(timed) is not bool:
+        raise TraceInputError(f"{where}: 'call_times' is not true or false")
+    if not isinstance(sources, list) or any(
+            type(x) is not dict or any(type(v) is not str for v in x.values()) for x in sources):
+        raise TraceInputError(f"{where}: 'sources' is not a list of {{op, where, code}} objects")
+    return timed, len(sources)
+
+
+def _short(value: Any) -> str:
+    """A JSON value as a one-line message shows it (a long one cut short)."""
+    if isinstance(value, (bool, type(None))):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**20 else "a huge integer"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return json.dumps(value if len(value) <= 30 else value[:30] + "...")
+    return "a list" if isinstance(value, list) else "an object"
+
+
 def _count(value, what: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TraceInputError(f"{where}: malformed {what} (needs a whole number >= 0)")
@@ -162,6 +188,7 @@ class _Flat:
                 raise TraceInputError(f"{where}: no section {section!r} (sections: {known})")
         self.intern, self.all, self.section, self.where = intern, all, section, where
         self._calls: dict = {}
+        self.compact_times, self.sources = _compact_keys(trace, where)
         try:
             self.calls, self.ids = self._expand(nodes, 0, 1, None)
         except RecursionError:
@@ -188,25 +215,27 @@ class _Flat:
                 calls += sub_calls * k
                 ids += sub_ids * k
                 continue
-            fn, lib = node.get("function"), node.get("library")
-            args, children = node.get("args", {}), node.get("children", ())
+            fn, args, children = node.get("function"), node.get("args", {}), node.get("children", ())
+            lib = node.get("library") if "library" in node or type(fn) is not str else library_of(fn)
             if type(fn) is not str or type(lib) is not str or type(args) is not dict \
                     or not isinstance(children, (list, tuple)):
-                raise TraceInputError(f"{where}: malformed call node (needs library, function, "
-                                      f"count, args, children)")
+                raise TraceInputError(f"{where}: malformed call node (needs function, library "
+                                      f"unless the function's name says it, args, children)")
             count = node.get("count", 1)
             if type(count) is not int or not 0 <= count <= _MAX_COUNT:
                 count = _count(count, "call node (count)", where)
+            src = node.get("src")
+            if src is not None and (type(src) is not int or not 0 <= src < self.sources):
+                raise TraceInputError(f"{where}: a call node's src {_short(src)} is not an index "
+                                      f"into the sources table ({self.sources} entries)")
             section = node.get("section", within)
             if self.section is not None and section != self.section:
                 continue
             if not self.all and (node.get("kind") or call_kind(fn)) == "setup":
                 continue
-            self_ms = node.get("self_gpu_ms")
-            per = None
-            if self_ms is not None:
-                self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
-                per = self_ms / (count * mult) if self_ms is not None and count else None
+            self_ms = self._self_ms(node, children) if self.compact_times \
+                else _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
+            per = self_ms / (count * mult) if self_ms is not None and count else None
             # one dictionary look-up per node: the argument values with their types (1,
             # 1.0 and true are equal in Python, not in the trace)
             values = tuple(args.values())
@@ -239,6 +268,24 @@ class _Flat:
             ids += ([ident] + ch_ids) * count
         self._grow(len(calls))
         return calls, ids
+
+    def _self_ms(self, node: dict, children) -> float | None:
+        """The own GPU ms of a node of the compact form with times (``call_times``): absent
+        times are 0 (no kernel), absent own times equal the totals of a node without nested
+        calls, else 0; ``"gpu_ms": null``: not measured."""
+        where = self.where
+        for key in ("kernels", "self_kernels"):
+            k = node.get(key, 0)
+            if type(k) is not int or k < 0:
+                raise TraceInputError(f"{where}: a call node's {key} {_short(k)} is not a whole "
+                                      f"number >= 0")
+        total = node.get("gpu_ms", 0.0)
+        if total is None:
+            return None
+        total = _ms(total, f"{where}: gpu_ms", strict=True)
+        if "self_gpu_ms" in node:
+            return _ms(node["self_gpu_ms"], f"{where}: self_gpu_ms", strict=True)
+        return 0.0 if children else total
 
     def _grow(self, n: int) -> None:
         if n > _MAX_CALLS:
@@ -287,16 +334,20 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
 _MAX_MS = 1e12
 
 
-def _ms(value: Any, what: str) -> float | None:
-    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number, else a float.
+def _ms(value: Any, what: str, *, strict: bool = False) -> float | None:
+    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number (``strict``:
+    for ``None`` only), else a float.
 
     Raises
     ------
     TraceInputError
         For a number that is negative, not finite, or too large to be a time
-        (``10**400``, ``1e999``): one line naming it.
+        (``10**400``, ``1e999``), and with ``strict`` for a value that is not a number:
+        one line naming it.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if strict and value is not None:
+            raise TraceInputError(f"{what} is {_short(value)}: not a GPU time in ms")
         return None
     try:
         ms = float(value)

@@ -1,7 +1,7 @@
 """Compare two traces call by call (``cusolver-trace diff A.json B.json``).
 
-A trace JSON (``cusolver-trace trace --json``, any of its forms, or ``Trace.to_dict()``) is
-expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
+A trace JSON (``cusolver-trace trace --json``, any of its forms and schemas, or
+``Trace.to_dict()``; docs/reading-a-trace.md, "JSON") is expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
 cuBLAS calls nested under a cuSOLVER call follow it (one level deeper), a folded loop
 ``{"repeat": k, "calls": [...]}`` is its calls k times, ``{"section": label, "calls": [...]}``
 its calls (in that section). Each call is compared by library,
@@ -17,7 +17,8 @@ differ in few calls, however long they are (a loop with one iteration more). Cal
 are *added*, only in A *removed*, and a replaced stretch pairs calls up one to one as
 *changed* (the rest added / removed). A stretch that differs in more than
 :data:`MAX_EDITS` calls is paired up in order without a search (``approximate``). GPU time per
-routine is summed from the nodes' own times (``self_gpu_ms``) when the traces have them.
+routine is summed from the nodes' own times (``self_gpu_ms``, or what the compact form
+implies) when the traces have them.
 """
 from __future__ import annotations
 
@@ -228,13 +229,14 @@ class _Flat:
             if src is not None and (type(src) is not int or not 0 <= src < self.sources):
                 raise TraceInputError(f"{where}: a call node's src {_short(src)} is not an index "
                                       f"into the sources table ({self.sources} entries)")
-            section = node.get("section", within)
-            if self.section is not None and section != self.section:
-                continue
-            if not self.all and (node.get("kind") or call_kind(fn)) == "setup":
-                continue
             self_ms = self._self_ms(node, children) if self.compact_times \
                 else _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
+            section = node.get("section", within)
+            if (self.section is not None and section != self.section) or (
+                    not self.all and (node.get("kind") or call_kind(fn)) == "setup"):
+                if children:  # left out, and checked all the same
+                    self._expand(children, depth + 1, mult, section)
+                continue
             per = self_ms / (count * mult) if self_ms is not None and count else None
             # one dictionary look-up per node: the argument values with their types (1,
             # 1.0 and true are equal in Python, not in the trace)
@@ -321,9 +323,8 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
-    ...     {"library": "cuSOLVER", "function": "cusolverDnXpotrs", "count": 2,
-    ...      "args": {"n": 4}, "children": []}]}
+    >>> t = {"schema": "cusolver-trace/trace/3", "calls": [
+    ...     {"function": "cusolverDnXpotrs", "count": 2, "args": {"n": 4}}]}
     >>> [c.function for c in flatten(t)]
     ['cusolverDnXpotrs', 'cusolverDnXpotrs']
     """
@@ -335,18 +336,18 @@ _MAX_MS = 1e12
 
 
 def _ms(value: Any, what: str, *, strict: bool = False) -> float | None:
-    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number (``strict``:
-    for ``None`` only), else a float.
+    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number (without
+    ``strict``), else a float.
 
     Raises
     ------
     TraceInputError
         For a number that is negative, not finite, or too large to be a time
-        (``10**400``, ``1e999``), and with ``strict`` for a value that is not a number:
-        one line naming it.
+        (``10**400``, ``1e999``), and with ``strict`` for a value that is not a number
+        (``None`` included): one line naming it.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if strict and value is not None:
+        if strict:
             raise TraceInputError(f"{what} is {_short(value)}: not a GPU time in ms")
         return None
     try:
@@ -732,9 +733,8 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
-    ...     {"library": "cuBLAS", "function": "cublasDtrsm_v2", "count": 1, "args": {"m": 4},
-    ...      "children": []}]}
+    >>> t = {"schema": "cusolver-trace/trace/3", "calls": [
+    ...     {"function": "cublasDtrsm_v2", "args": {"m": 4}}]}
     >>> diff_traces(t, t).equal
     True
     """

@@ -1,13 +1,7 @@
 """``cusolver-trace trace``: run a program with the API loggers on, or read a captured log.
 
-    cusolver-trace trace [--json PATH] [--all] [--no-fold] [--keep-log PATH]
-                         [--by routine|shape|op|line[,...]] [--no-tree] [--no-timing]
-                         [--overhead] [--chrome PATH] [--full] -- python script.py args...
-    cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all] [--no-fold]
-                         [--by ...] [--no-tree] [--chrome PATH] [--full]
-
-Running a program prints its own output, then the summary (calls and GPU time
-per routine), then the call tree (see docs/tracing-programs.md); the exit status
+Options: docs/cli.md. Running a program prints its own output, then the summary (calls and
+GPU time per routine), then the call tree (see docs/tracing-programs.md); the exit status
 is passed through (128 + N when the program was killed by signal N; 127 when
 the program is not found, 126 when it cannot be executed).
 

@@ -1,24 +1,13 @@
 """Compare two traces call by call (``cusolver-trace diff A.json B.json``).
 
 A trace JSON (``cusolver-trace trace --json``, any of its forms and schemas, or
-``Trace.to_dict()``; docs/reading-a-trace.md, "JSON") is expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
-cuBLAS calls nested under a cuSOLVER call follow it (one level deeper), a folded loop
-``{"repeat": k, "calls": [...]}`` is its calls k times, ``{"section": label, "calls": [...]}``
-its calls (in that section). Each call is compared by library,
-function, nesting depth and every typed (non-pointer) argument; pointers, log line
-numbers, section labels and times are not compared. Setup calls (handles, streams, params,
-math mode) are left out unless ``all=True``.
-
-The two sequences are aligned in near-linear time, each distinct call standing for one
-integer: the common head and tail are taken off, calls that occur once in each side anchor
-the rest (patience diff: the longest run of such calls in the same order), and what lies
-between two anchors is aligned with Myers' O((N+M)D) algorithm -- fast when the stretches
-differ in few calls, however long they are (a loop with one iteration more). Calls only in B
-are *added*, only in A *removed*, and a replaced stretch pairs calls up one to one as
-*changed* (the rest added / removed). A stretch that differs in more than
-:data:`MAX_EDITS` calls is paired up in order without a search (``approximate``). GPU time per
-routine is summed from the nodes' own times (``self_gpu_ms``, or what the compact form
-implies) when the traces have them.
+``Trace.to_dict()``; docs/reading-a-trace.md, "JSON") is expanded into the sequence of API
+calls it stands for (:func:`flatten`). Each call is compared by library, function, nesting
+depth and every typed (non-pointer) argument; setup calls are left out unless ``all=True``.
+The two sequences are aligned in near-linear time (:func:`align`: common head and tail,
+patience anchors, Myers' O((N+M)D) search between them, a stretch of more than
+:data:`MAX_EDITS` edits paired up in order). What is compared and how, with the figures:
+docs/tracing-programs.md, "cusolver-trace diff A.json B.json".
 """
 from __future__ import annotations
 

@@ -227,15 +227,10 @@ class RepeatBlock:
 
 @dataclass
 class CompactForm:
-    """How the call nodes of one trace are written in the compact (default) JSON.
-
-    Left out of a node: ``library`` where the function's name says it
-    (:func:`~.events.library_of`), ``count`` 1, empty ``args``, the times of a node whose
-    calls launched no kernel, the own times (``self_gpu_ms``, ``self_kernels``) of a node
-    without nested calls (they equal the totals) or whose calls launched none themselves.
-    A node's ``op`` / ``where`` / ``code`` are one entry of the trace's ``sources`` table,
-    the node holds its index (``src``). GPU times are rounded to :data:`MS_DIGITS`
-    significant digits.
+    """How the call nodes of one trace are written in the compact (default) JSON: what
+    follows from the rest is left out, a node's ``op`` / ``where`` / ``code`` are an entry
+    (``src``) of the trace's ``sources`` table, GPU times are rounded to :data:`MS_DIGITS`
+    significant digits (the rules: docs/reading-a-trace.md, "JSON").
 
     Attributes
     ----------

@@ -405,15 +405,13 @@ def _run(args: argparse.Namespace, say) -> int:
     if args.keep_log == "-":
         raise _Failure("--keep-log needs a file name ('-' is not accepted; the program's output "
                        "already goes to stdout)")
-    for option, path in (("--from-log", args.from_log), ("--json", args.json),
-                         ("--keep-log", args.keep_log), ("--chrome", chrome)):
-        if path == "":
-            raise _Failure(f"{option}: empty file name")
     if args.from_log and (args.keep_log or args.timeout is not None):
         raise _Failure("--keep-log and --timeout are for running a program; they cannot be "
                        "used with --from-log")
     for option, path in (("--from-log", args.from_log), ("--json", args.json),
                          ("--keep-log", args.keep_log), ("--chrome", chrome)):
+        if path == "":
+            raise _Failure(f"{option}: empty file name")
         if path is not None and "\0" in path:
             raise _Failure(f"{option} {path!r}: a file name cannot contain a NUL character")
     # Output paths are checked before anything runs: a program is not run for

@@ -515,12 +515,8 @@ class Trace:
         """The call tree as the JSON holds it: every call (setup too), identical neighbours
         collapsed, loops folded (:func:`fold_repeats`), per run of one section: a list of
         ``(section label or None, items)``."""
-        out: list = []
-        for n in build_tree(self.calls or []):
-            if not out or out[-1][0] != n.call.section:
-                out.append((n.call.section, []))
-            out[-1][1].append(n)
-        return [(label, fold_repeats(run)) for label, run in out]
+        return [(label, fold_repeats(run))
+                for label, run in _runs(build_tree(self.calls or []), _section)]
 
     @property
     def signal_name(self) -> str | None:
@@ -694,15 +690,10 @@ class Trace:
             return root
         nodes = self.tree(all=all)
         grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
-        runs: list[tuple[Any, list[CallNode]]] = []
-        for node in nodes:
-            if not runs or runs[-1][0] != node.call.section:
-                runs.append((node.call.section, []))
-            runs[-1][1].append(node)
-        for label, run in runs:
+        for label, run in _runs(nodes, _section):
             group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
                 if grouped else root
-            for key, sub in _runs_by(run, group_key):
+            for key, sub in [(None, run)] if group_key is None else _runs(run, group_key):
                 parent = group if group_key is None else group.add(Text(key, style="bold blue"))
                 for item in (fold_repeats(sub) if fold else sub):
                     _add_item(parent, item)
@@ -801,16 +792,19 @@ def _group_key(by):
     return None
 
 
-def _runs_by(nodes: list[CallNode], key) -> list[tuple[str | None, list[CallNode]]]:
-    if key is None:
-        return [(None, nodes)]
-    runs: list[tuple[str, list[CallNode]]] = []
-    for n in nodes:
-        k = key(n)
+def _runs(items: list, key) -> list[tuple[Any, list]]:
+    """``[(key, items), ...]``: the runs of consecutive items with one ``key(item)``."""
+    runs: list[tuple[Any, list]] = []
+    for x in items:
+        k = key(x)
         if not runs or runs[-1][0] != k:
             runs.append((k, []))
-        runs[-1][1].append(n)
+        runs[-1][1].append(x)
     return runs
+
+
+def _section(node: CallNode) -> str | None:
+    return node.call.section
 
 
 def _add_item(parent, item) -> None:

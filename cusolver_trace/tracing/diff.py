@@ -139,19 +139,6 @@ def _compact_keys(trace: dict, where: str) -> tuple[bool, int]:
     return timed, len(sources)
 
 
-def _short(value: Any) -> str:
-    """A JSON value as a one-line message shows it (a long one cut short)."""
-    if isinstance(value, (bool, type(None))):
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value) if abs(value) < 10**20 else "a huge integer"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, str):
-        return json.dumps(value if len(value) <= 30 else value[:30] + "...")
-    return "a list" if isinstance(value, list) else "an object"
-
-
 def _count(value, what: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TraceInputError(f"{where}: malformed {what} (needs a whole number >= 0)")
@@ -216,8 +203,8 @@ class _Flat:
                 count = _count(count, "call node (count)", where)
             src = node.get("src")
             if src is not None and (type(src) is not int or not 0 <= src < self.sources):
-                raise TraceInputError(f"{where}: a call node's src {_short(src)} is not an index "
-                                      f"into the sources table ({self.sources} entries)")
+                raise TraceInputError(f"{where}: a call node's src is not an index into the "
+                                      f"sources table ({self.sources} entries)")
             self_ms = self._self_ms(node, children) if self.compact_times \
                 else _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
             section = node.get("section", within)
@@ -268,8 +255,7 @@ class _Flat:
         for key in ("kernels", "self_kernels"):
             k = node.get(key, 0)
             if type(k) is not int or k < 0:
-                raise TraceInputError(f"{where}: a call node's {key} {_short(k)} is not a whole "
-                                      f"number >= 0")
+                raise TraceInputError(f"{where}: a call node's {key} is not a whole number >= 0")
         total = node.get("gpu_ms", 0.0)
         if total is None:
             return None
@@ -337,7 +323,7 @@ def _ms(value: Any, what: str, *, strict: bool = False) -> float | None:
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if strict:
-            raise TraceInputError(f"{what} is {_short(value)}: not a GPU time in ms")
+            raise TraceInputError(f"{what} is not a GPU time in ms (not a number)")
         return None
     try:
         ms = float(value)

@@ -193,7 +193,9 @@ class _Flat:
                 ids += sub_ids * k
                 continue
             fn, args, children = node.get("function"), node.get("args", {}), node.get("children", ())
-            lib = node.get("library") if "library" in node or type(fn) is not str else library_of(fn)
+            lib = node.get("library")
+            if lib is None and type(fn) is str and "library" not in node:
+                lib = library_of(fn)
             if type(fn) is not str or type(lib) is not str or type(args) is not dict \
                     or not isinstance(children, (list, tuple)):
                 raise TraceInputError(f"{where}: malformed call node (needs function, library "
@@ -205,8 +207,10 @@ class _Flat:
             if src is not None and (type(src) is not int or not 0 <= src < self.sources):
                 raise TraceInputError(f"{where}: a call node's src is not an index into the "
                                       f"sources table ({self.sources} entries)")
-            self_ms = self._self_ms(node, children) if self.compact_times \
-                else _ms(node.get("self_gpu_ms"), f"{where}: self_gpu_ms")
+            if self.compact_times:
+                self_ms = self._self_ms(node, children)
+            elif (self_ms := node.get("self_gpu_ms")) is not None:
+                self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
             section = node.get("section", within)
             if (self.section is not None and section != self.section) or (
                     not self.all and (node.get("kind") or call_kind(fn)) == "setup"):

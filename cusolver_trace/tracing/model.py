@@ -360,20 +360,29 @@ def _fold_once(items: list, max_period: int) -> list:
     return out
 
 
-def signal_name(signum: int | None) -> str | None:
-    """``11`` -> ``"SIGSEGV"``; None stays None."""
-    if signum is None:
-        return None
-    import signal as _signal
+class ExitStatus:
+    """How a traced program ended, from its ``signal`` and ``returncode``."""
 
-    try:
-        return _signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
+    @property
+    def signal_name(self) -> str | None:
+        """``"SIGSEGV"`` for signal 11; ``None`` when no signal ended the program."""
+        if self.signal is None:
+            return None
+        import signal as _signal
+
+        try:
+            return _signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def exit_status(self) -> int | None:
+        """Shell-style status: the exit code, or 128 + signal number."""
+        return 128 + self.signal if self.signal is not None else self.returncode
 
 
 @dataclass
-class Trace:
+class Trace(ExitStatus):
     """What one traced call or program did: its events and their views.
 
     Attributes
@@ -517,17 +526,6 @@ class Trace:
         ``(section label or None, items)``."""
         return [(label, fold_repeats(run))
                 for label, run in _runs(build_tree(self.calls or []), _section)]
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal_name(self.signal)
-
-    @property
-    def exit_status(self) -> int | None:
-        """Shell-style status: the exit code, or 128 + signal number."""
-        if self.signal is not None:
-            return 128 + self.signal
-        return self.returncode
 
     # -- serialisation ------------------------------------------------------
     def to_dict(self, *, full: bool = False, summary=None, lines: bool = False) -> dict:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .logparse import LOG_HEADER, ParsedLog, read_log
-from .model import Trace, signal_name
+from .model import ExitStatus, Trace
 
 __all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env", "ProgramStartError",
            "ProgramNotFoundError", "ProgramNotExecutableError", "KILL_GRACE_S"]
@@ -82,7 +82,7 @@ def logger_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 @dataclass
-class TraceRun:
+class TraceRun(ExitStatus):
     """Outcome of :func:`run_traced`.
 
     Attributes
@@ -114,15 +114,6 @@ class TraceRun:
     def signal(self) -> int | None:
         """Number of the signal that killed the program, or ``None``."""
         return -self.returncode if self.returncode < 0 else None
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal_name(self.signal)
-
-    @property
-    def exit_status(self) -> int:
-        """Shell-style status: the exit code, or 128 + signal number."""
-        return 128 + self.signal if self.signal is not None else self.returncode
 
     @property
     def records(self):

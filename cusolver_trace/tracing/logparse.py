@@ -38,19 +38,8 @@ from typing import Any, Iterator
 from ._hook import call_kind
 from .events import ApiCall, Pointer
 
-__all__ = [
-    "ApiCall",
-    "LOG_HEADER",
-    "OutputLine",
-    "LogReadError",
-    "ParsedLog",
-    "Pointer",
-    "parse_log",
-    "load_log",
-    "read_log",
-    "call_kind",
-    "render_enum",
-]
+__all__ = ["ApiCall", "LOG_HEADER", "OutputLine", "LogReadError", "ParsedLog", "Pointer",
+           "parse_log", "load_log", "read_log", "call_kind", "render_enum"]
 
 
 class LogReadError(ValueError):

@@ -344,7 +344,7 @@ def _count(node: dict) -> int:
     nested in it; a folded loop's ``repeat`` times its calls; a section's calls."""
     if "function" not in node:  # a folded loop, or a section's calls
         return node.get("repeat", 1) * sum(_count(c) for c in node["calls"])
-    return node["count"] * (1 + sum(_count(c) for c in node.get("children", [])))
+    return node.get("count", 1) * (1 + sum(_count(c) for c in node.get("children", [])))
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

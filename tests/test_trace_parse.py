@@ -311,23 +311,37 @@ def _trace_of(log, label):
 def test_json_schema_round_trip(log):
     t = _trace_of(log, "cholesky_inverse preferred=cusolver " + tag("complex128", 32, 64, True))
     d = t.to_dict()
-    assert set(d) == {"schema", "format", "label", "calls", "summary", "outside_kernels",
-                      "gpu_ms_by_library", "aten_ops", "notes", "sections", "returncode",
-                      "signal", "signal_name", "exit_status", "wall_s", "tracing_s"}
-    assert d["schema"] == "cusolver-trace/trace/2" and d["format"] == "compact"
+    assert set(d) == {"schema", "format", "label", "calls", "call_times", "sources", "summary",
+                      "outside_kernels", "gpu_ms_by_library", "aten_ops", "notes", "sections",
+                      "returncode", "signal", "signal_name", "exit_status", "wall_s", "tracing_s"}
+    assert d["schema"] == "cusolver-trace/trace/3" and d["format"] == "compact"
+    assert d["call_times"] is False and d["sources"] == []
     assert json.loads(t.to_json()) == d
     (sec,) = d["calls"]  # one section: its calls in one item
     assert set(sec) == {"section", "calls"}
     node = next(n for n in sec["calls"] if n.get("function") == "cusolverDnXpotrs")
-    # no kind (it follows from the function), no times (a log has none)
-    assert set(node) == {"library", "function", "count", "args", "line", "children"}
-    assert node["count"] == 64 and node["library"] == "cuSOLVER"
+    # no kind and no library (they follow from the function), no times (a log has none),
+    # no line (no log kept)
+    assert set(node) == {"function", "count", "args", "children"}
+    assert node["count"] == 64
     assert node["args"]["uplo"] == "UPPER" and node["args"]["dataTypeA"] == "CUDA_C_64F"
     assert [c["function"] for c in node["children"]] == ["cublasZtrsm_v2_64"] * 2
+    assert set(node["children"][0]) == {"function", "args"}  # count 1
     assert d["outside_kernels"] is None and d["aten_ops"] is None and d["signal"] is None
     assert d["summary"]["timed"] is False
+    with_lines = next(n for n in t.to_dict(lines=True)["calls"][0]["calls"]
+                      if n.get("function") == "cusolverDnXpotrs")
+    assert with_lines["line"] == t.find("cusolverDnXpotrs")[0].call.line
+    assert {k: v for k, v in with_lines.items() if k not in ("line", "children")} == {
+        k: v for k, v in node.items() if k != "children"}
+    assert all("line" in c for c in with_lines["children"])
     full = t.to_dict(full=True)
     assert full["format"] == "full" and len(full["records"]) == len(t.records())
+    assert "sources" not in full and "call_times" not in full
+    (full_sec,) = full["calls"]  # every field of every node
+    node = next(n for n in full_sec["calls"] if n.get("function") == "cusolverDnXpotrs")
+    assert set(node) == {"library", "function", "count", "args", "line", "children"}
+    assert node["count"] == 64 and node["library"] == "cuSOLVER"
     xp = next(r for r in full["records"] if r["function"] == "cusolverDnXpotrs")
     assert set(xp["pointers"]) == {"handle", "A", "B", "info"} and xp["kernels"] is None
     trsm = next(r for r in full["records"] if r["function"] == "cublasZtrsm_v2_64")
@@ -409,7 +423,7 @@ def test_cli_json_to_stdout_is_pure_json(capsys):
     assert main(["--from-log", str(STDOUT_LOG), "--section", label, "--json", "-"]) == 0
     captured = capsys.readouterr()
     d = json.loads(captured.out)  # nothing but the JSON on stdout
-    assert d["schema"] == "cusolver-trace/trace/2"
+    assert d["schema"] == "cusolver-trace/trace/3"
     assert "cusolverDnXpotrs" in captured.err  # the tree went to stderr
 
 

@@ -256,7 +256,7 @@ def test_program_under_the_bootstrap_cpu_torch(fake_program, tmp_path, capsys):
     assert [e["name"] for e in api] == ["cusolverDnXpotrf"] * 3
     assert [e["args"]["n"] for e in api] == [8, 8, 16]
     assert obj["otherData"]["synthetic_time"] is False  # spans from the profiler's markers
-    assert d["calls"][0]["where"] == f"{fake_program}:5"
+    assert d["sources"][d["calls"][0]["src"]]["where"] == f"{fake_program}:5"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdout hook is glibc only")
@@ -464,6 +464,8 @@ def test_by_op_records_the_ops_and_the_default_run_does_not(tmp_path, capsys):
     rows = json.loads(out.read_text())["summary"]["rows"]
     assert [(r["routine"], r["op"]) for r in rows] == [("cusolverDnXpotrf", "my_region")]
     assert main(["--json", str(out), "--", PY, str(prog)]) == 0
-    (node,) = json.loads(out.read_text())["calls"]
-    assert "op" not in node and node["where"] == f"{prog}:6"
+    d = json.loads(out.read_text())
+    (node,) = d["calls"]
+    source = d["sources"][node["src"]]  # the node's op / where / code
+    assert "op" not in source and source["where"] == f"{prog}:6"
     capsys.readouterr()

@@ -4,35 +4,16 @@ Standard library only: the children of :func:`cusolver_trace.tracing.trace` and 
 ``cusolver-trace trace -- python3 prog.py`` load this file by path, before torch (and so
 before cuSOLVER / cuBLAS) is loaded, without importing :mod:`cusolver_trace`.
 
-1. :func:`install_stdout_hook` -- C ``stdout`` (the ``FILE *`` both loggers write to with
-   ``CUSOLVERDN_LOG_LEVEL=5`` and ``CUBLAS_LOGDEST_DBG=stdout``) becomes a line-buffered
-   glibc ``fopencookie`` stream whose write function passes every byte on to file
-   descriptor 1 unchanged and, for each record header, drops a zero-length ``record_function``
-   ``ct_api#<i>:<function>`` marker on the profiler's host timeline. The loggers write a
-   record when the call is entered, before it launches anything.
-2. :class:`Profiler` -- torch's profiler (kineto / CUPTI) with only what the report needs:
-   CUDA activities (kernels, memcpys, memsets, the runtime and driver calls that launched
-   them) and ``record_function`` ranges (the markers). Every torch op is recorded only when
-   asked (``--by op``, and :func:`~cusolver_trace.tracing.trace` of one call): a program with
-   millions of small ops spends seconds in the profiler just for them.
-3. :func:`correlate` -- each GPU activity belongs to the call whose marker last precedes its
-   *launch*: the runtime / driver event with the same CUPTI correlation id (when CUPTI
-   reported no launch for it, the API event just before it in correlation order). When every
-   op was recorded, the search stays inside the op that launched the activity (kineto's
-   linked correlation: the innermost op open at the launch), so torch's own work in other
-   ops never lands on a library call. Without ops, a marker of a setup call (handles,
-   streams, math mode: they launch nothing) ends the previous call, except a ``Get*`` call,
-   which changes nothing (cuBLAS's ``cublas<t>gemmStridedBatched`` logs
-   ``cublasGetMathMode`` between its own record and its launch). A record written after
-   its call's launches is caught too (:func:`_late_records`). Names play one part only: a
-   kernel compiled into torch (ATen / c10 templates, MAGMA, which torch links statically)
-   is never launched by cuSOLVER or cuBLAS.
+1. :func:`install_stdout_hook` -- C ``stdout``, which both loggers write to, becomes a
+   pass-through that drops a ``record_function`` marker ``ct_api#<i>:<function>`` for each
+   record header.
+2. :class:`Profiler` -- torch's profiler with only what the report needs (CUDA activities,
+   the markers; every torch op only when asked).
+3. :func:`correlate` -- each GPU activity goes to the call whose marker last precedes its
+   launch.
 
-Measured on the H200 (torch 2.11.0+cu130): ``torch.cholesky_inverse(L)`` for n = 256 gives
-``cusolverDnXpotrs`` one ``copy_info_kernel``, the first ``cublasDtrsm_v2_64`` 4
-``trsm_left_kernel`` + 3 ``gemm`` (nn), the second the same with the transposed variants
-(``tests/data/h200-torch2.11-cu130/kineto-cholesky_inverse.txt``).
-
+The rules of the join, and what was measured with it on the H200: docs/reading-a-trace.md,
+"Per-call GPU time", and docs/tracing-programs.md, "How GPU time per call is measured".
 Linux / glibc only (``fopencookie``); elsewhere :func:`install_stdout_hook` returns ``None``.
 """
 from __future__ import annotations
@@ -327,7 +308,8 @@ def _is_api_event(name: str, kind: str) -> bool:
 
 
 def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True) -> dict:
-    """Give every GPU activity to the API call that launched it (see the module docstring).
+    """Give every GPU activity to the API call that launched it (docs/reading-a-trace.md,
+    "Per-call GPU time", has the rules).
 
     Parameters
     ----------

@@ -1,13 +1,7 @@
 """``cusolver-trace trace``: run a program with the API loggers on, or read a captured log.
 
-    cusolver-trace trace [--json PATH] [--all] [--no-fold] [--keep-log PATH]
-                         [--by routine|shape|op|line[,...]] [--no-tree] [--no-timing]
-                         [--overhead] [--chrome PATH] [--full] -- python script.py args...
-    cusolver-trace trace --from-log FILE [--section LABEL] [--json PATH] [--all] [--no-fold]
-                         [--by ...] [--no-tree] [--chrome PATH] [--full]
-
-Running a program prints its own output, then the summary (calls and GPU time
-per routine), then the call tree (see docs/tracing-programs.md); the exit status
+Options: docs/cli.md. Running a program prints its own output, then the summary (calls and
+GPU time per routine), then the call tree (see docs/tracing-programs.md); the exit status
 is passed through (128 + N when the program was killed by signal N; 127 when
 the program is not found, 126 when it cannot be executed).
 
@@ -180,10 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_json(trace, path: str, console, *, full: bool = False, summary=None) -> None:
+def _write_json(trace, path: str, console, *, full: bool = False, summary=None,
+                lines: bool = False) -> None:
     from rich.markup import escape
 
-    text = trace.to_json(full=full, summary=summary)
+    text = trace.to_json(full=full, summary=summary, lines=lines)
     if path == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -410,15 +405,13 @@ def _run(args: argparse.Namespace, say) -> int:
     if args.keep_log == "-":
         raise _Failure("--keep-log needs a file name ('-' is not accepted; the program's output "
                        "already goes to stdout)")
-    for option, path in (("--from-log", args.from_log), ("--json", args.json),
-                         ("--keep-log", args.keep_log), ("--chrome", chrome)):
-        if path == "":
-            raise _Failure(f"{option}: empty file name")
     if args.from_log and (args.keep_log or args.timeout is not None):
         raise _Failure("--keep-log and --timeout are for running a program; they cannot be "
                        "used with --from-log")
     for option, path in (("--from-log", args.from_log), ("--json", args.json),
                          ("--keep-log", args.keep_log), ("--chrome", chrome)):
+        if path == "":
+            raise _Failure(f"{option}: empty file name")
         if path is not None and "\0" in path:
             raise _Failure(f"{option} {path!r}: a file name cannot contain a NUL character")
     # Output paths are checked before anything runs: a program is not run for
@@ -563,7 +556,9 @@ def _finish_outputs(trace, args, out, summary, chrome: str | None, full: bool) -
         out.print(f"[dim]Chrome-trace timeline written to {escape(chrome)} "
                   f"(open it in https://ui.perfetto.dev)[/dim]")
     if args.json:
-        _write_json(trace, args.json, out, full=full, summary=summary)
+        # log line numbers are of use where the log is at hand
+        _write_json(trace, args.json, out, full=full, summary=summary,
+                    lines=bool(args.keep_log or args.from_log))
 
 
 def _program_timing(result, prof_dir: str | None, why_not: str | None):

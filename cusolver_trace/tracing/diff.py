@@ -1,23 +1,13 @@
 """Compare two traces call by call (``cusolver-trace diff A.json B.json``).
 
-A trace JSON (``cusolver-trace trace --json``, any of its forms, or ``Trace.to_dict()``) is
-expanded into the sequence of API calls it stands for: a node with ``count`` k is k calls,
-cuBLAS calls nested under a cuSOLVER call follow it (one level deeper), a folded loop
-``{"repeat": k, "calls": [...]}`` is its calls k times, ``{"section": label, "calls": [...]}``
-its calls (in that section). Each call is compared by library,
-function, nesting depth and every typed (non-pointer) argument; pointers, log line
-numbers, section labels and times are not compared. Setup calls (handles, streams, params,
-math mode) are left out unless ``all=True``.
-
-The two sequences are aligned in near-linear time, each distinct call standing for one
-integer: the common head and tail are taken off, calls that occur once in each side anchor
-the rest (patience diff: the longest run of such calls in the same order), and what lies
-between two anchors is aligned with Myers' O((N+M)D) algorithm -- fast when the stretches
-differ in few calls, however long they are (a loop with one iteration more). Calls only in B
-are *added*, only in A *removed*, and a replaced stretch pairs calls up one to one as
-*changed* (the rest added / removed). A stretch that differs in more than
-:data:`MAX_EDITS` calls is paired up in order without a search (``approximate``). GPU time per
-routine is summed from the nodes' own times (``self_gpu_ms``) when the traces have them.
+A trace JSON (``cusolver-trace trace --json``, any of its forms and schemas, or
+``Trace.to_dict()``; docs/reading-a-trace.md, "JSON") is expanded into the sequence of API
+calls it stands for (:func:`flatten`). Each call is compared by library, function, nesting
+depth and every typed (non-pointer) argument; setup calls are left out unless ``all=True``.
+The two sequences are aligned in near-linear time (:func:`align`: common head and tail,
+patience anchors, Myers' O((N+M)D) search between them, a stretch of more than
+:data:`MAX_EDITS` edits paired up in order). What is compared and how, with the figures:
+docs/tracing-programs.md, "cusolver-trace diff A.json B.json".
 """
 from __future__ import annotations
 
@@ -30,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._hook import call_kind
+from .events import library_of
 
 __all__ = ["TraceInputError", "FlatCall", "CallDifference", "TraceDiff", "load_trace_json",
            "flatten", "diff_traces", "calls_equal", "MAX_EDITS"]
@@ -136,6 +127,18 @@ def _nodes(obj, where: str) -> list:
     return calls
 
 
+def _compact_keys(trace: dict, where: str) -> tuple[bool, int]:
+    """``(call_times, number of sources)`` of a compact trace JSON (``(False, 0)`` for the
+    other forms), checked."""
+    timed, sources = trace.get("call_times", False), trace.get("sources", [])
+    if type(timed) is not bool:
+        raise TraceInputError(f"{where}: 'call_times' is not true or false")
+    if not isinstance(sources, list) or any(
+            type(x) is not dict or any(type(v) is not str for v in x.values()) for x in sources):
+        raise TraceInputError(f"{where}: 'sources' is not a list of {{op, where, code}} objects")
+    return timed, len(sources)
+
+
 def _count(value, what: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TraceInputError(f"{where}: malformed {what} (needs a whole number >= 0)")
@@ -162,6 +165,7 @@ class _Flat:
                 raise TraceInputError(f"{where}: no section {section!r} (sections: {known})")
         self.intern, self.all, self.section, self.where = intern, all, section, where
         self._calls: dict = {}
+        self.compact_times, self.sources = _compact_keys(trace, where)
         try:
             self.calls, self.ids = self._expand(nodes, 0, 1, None)
         except RecursionError:
@@ -188,25 +192,32 @@ class _Flat:
                 calls += sub_calls * k
                 ids += sub_ids * k
                 continue
-            fn, lib = node.get("function"), node.get("library")
-            args, children = node.get("args", {}), node.get("children", ())
+            fn, args, children = node.get("function"), node.get("args", {}), node.get("children", ())
+            lib = node.get("library")
+            if lib is None and type(fn) is str and "library" not in node:
+                lib = library_of(fn)
             if type(fn) is not str or type(lib) is not str or type(args) is not dict \
                     or not isinstance(children, (list, tuple)):
-                raise TraceInputError(f"{where}: malformed call node (needs library, function, "
-                                      f"count, args, children)")
+                raise TraceInputError(f"{where}: malformed call node (needs function, library "
+                                      f"unless the function's name says it, args, children)")
             count = node.get("count", 1)
             if type(count) is not int or not 0 <= count <= _MAX_COUNT:
                 count = _count(count, "call node (count)", where)
-            section = node.get("section", within)
-            if self.section is not None and section != self.section:
-                continue
-            if not self.all and (node.get("kind") or call_kind(fn)) == "setup":
-                continue
-            self_ms = node.get("self_gpu_ms")
-            per = None
-            if self_ms is not None:
+            src = node.get("src")
+            if src is not None and (type(src) is not int or not 0 <= src < self.sources):
+                raise TraceInputError(f"{where}: a call node's src is not an index into the "
+                                      f"sources table ({self.sources} entries)")
+            if self.compact_times:
+                self_ms = self._self_ms(node, children)
+            elif (self_ms := node.get("self_gpu_ms")) is not None:
                 self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
-                per = self_ms / (count * mult) if self_ms is not None and count else None
+            section = node.get("section", within)
+            if (self.section is not None and section != self.section) or (
+                    not self.all and (node.get("kind") or call_kind(fn)) == "setup"):
+                if children:  # left out, and checked all the same
+                    self._expand(children, depth + 1, mult, section)
+                continue
+            per = self_ms / (count * mult) if self_ms is not None and count else None
             # one dictionary look-up per node: the argument values with their types (1,
             # 1.0 and true are equal in Python, not in the trace)
             values = tuple(args.values())
@@ -239,6 +250,23 @@ class _Flat:
             ids += ([ident] + ch_ids) * count
         self._grow(len(calls))
         return calls, ids
+
+    def _self_ms(self, node: dict, children) -> float | None:
+        """The own GPU ms of a node of the compact form with times (``call_times``): absent
+        times are 0 (no kernel), absent own times equal the totals of a node without nested
+        calls, else 0; ``"gpu_ms": null``: not measured."""
+        where = self.where
+        for key in ("kernels", "self_kernels"):
+            k = node.get(key, 0)
+            if type(k) is not int or k < 0:
+                raise TraceInputError(f"{where}: a call node's {key} is not a whole number >= 0")
+        total = node.get("gpu_ms", 0.0)
+        if total is None:
+            return None
+        total = _ms(total, f"{where}: gpu_ms", strict=True)
+        if "self_gpu_ms" in node:
+            return _ms(node["self_gpu_ms"], f"{where}: self_gpu_ms", strict=True)
+        return 0.0 if children else total
 
     def _grow(self, n: int) -> None:
         if n > _MAX_CALLS:
@@ -274,9 +302,8 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
-    ...     {"library": "cuSOLVER", "function": "cusolverDnXpotrs", "count": 2,
-    ...      "args": {"n": 4}, "children": []}]}
+    >>> t = {"schema": "cusolver-trace/trace/3", "calls": [
+    ...     {"function": "cusolverDnXpotrs", "count": 2, "args": {"n": 4}}]}
     >>> [c.function for c in flatten(t)]
     ['cusolverDnXpotrs', 'cusolverDnXpotrs']
     """
@@ -287,16 +314,20 @@ def flatten(trace: Any, *, all: bool = False, section: str | None = None,
 _MAX_MS = 1e12
 
 
-def _ms(value: Any, what: str) -> float | None:
-    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number, else a float.
+def _ms(value: Any, what: str, *, strict: bool = False) -> float | None:
+    """A GPU time in ms from a trace JSON: ``None`` when absent or not a number (without
+    ``strict``), else a float.
 
     Raises
     ------
     TraceInputError
         For a number that is negative, not finite, or too large to be a time
-        (``10**400``, ``1e999``): one line naming it.
+        (``10**400``, ``1e999``), and with ``strict`` for a value that is not a number
+        (``None`` included): one line naming it.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if strict:
+            raise TraceInputError(f"{what} is not a GPU time in ms (not a number)")
         return None
     try:
         ms = float(value)
@@ -681,9 +712,8 @@ def diff_traces(a: Any, b: Any, *, all: bool = False, section_a: str | None = No
 
     Examples
     --------
-    >>> t = {"schema": "cusolver-trace/trace/2", "calls": [
-    ...     {"library": "cuBLAS", "function": "cublasDtrsm_v2", "count": 1, "args": {"m": 4},
-    ...      "children": []}]}
+    >>> t = {"schema": "cusolver-trace/trace/3", "calls": [
+    ...     {"function": "cublasDtrsm_v2", "args": {"m": 4}}]}
     >>> diff_traces(t, t).equal
     True
     """

@@ -20,7 +20,8 @@ from typing import Any
 
 from ._hook import call_kind
 
-__all__ = ["ACTIVITIES", "Event", "ApiCall", "Pointer", "KernelStat", "AtenOp", "kernel_stats"]
+__all__ = ["ACTIVITIES", "Event", "ApiCall", "Pointer", "KernelStat", "AtenOp", "kernel_stats",
+           "library_of"]
 
 ACTIVITIES = ("api", "kernel", "memcpy", "memset", "range")
 
@@ -130,6 +131,28 @@ class Event:
 
 
 ApiCall = Event
+
+
+def library_of(function: str) -> str | None:
+    """The library an API function's name says: ``cusolver…`` -> ``"cuSOLVER"``,
+    ``cublas…`` -> ``"cuBLAS"``, anything else ``None``.
+
+    Parameters
+    ----------
+    function : str
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> library_of("cusolverDnXpotrs"), library_of("cublasDtrsm_v2_64"), library_of("f")
+    ('cuSOLVER', 'cuBLAS', None)
+    """
+    if function.startswith("cusolver"):
+        return "cuSOLVER"
+    return "cuBLAS" if function.startswith("cublas") else None
 
 
 @dataclass

@@ -17,22 +17,12 @@ cuBLAS, a header line, one indented line per argument, then three trailer lines:
     i! COMPILED WITH: GNU GCC/G++ / 8.5.0 20210514 (Red Hat 8.5.0-26)
 
 Anything else is the traced program's own output, except section markers
-``#### <label>`` / ``#### end <label>`` which label the records between them.
-Records are recognised strictly: a line that merely resembles a record (a
-cuBLAS header without its trailer lines, a cuSOLVER line with a malformed
-argument list) is program output.
-
-Nesting: in a single stream (both loggers on one stdout) a cuBLAS record goes under the
-nearest cuSOLVER record before it when only cuBLAS records lie between the two and its
-``handle`` is one of cuSOLVER's own cuBLAS handles (learnt from the ``cublasSetStream_v2``
-that follows every ``cusolverDnSetStream``, and from ``cusolverDnCreate``); see
-docs/reading-a-trace.md, "Nesting rule".
-
-Parsing never fails on what a line contains: a value that cannot be converted
-(an integer longer than Python's int-string limit, a float that overflows) is
-kept as the text that was logged. :func:`load_log` refuses only files that
-are not text logs at all (binary content, damaged gzip data), with
-:class:`LogReadError`.
+``#### <label>`` / ``#### end <label>`` which label the records between them. Records are
+recognised strictly, and a cuBLAS record made inside a cuSOLVER call is nested under it:
+docs/reading-a-trace.md, "How the API part is obtained" ("Strict records", "Nesting rule").
+A value that cannot be converted (an integer longer than Python's int-string limit) is kept
+as the text logged; :func:`load_log` refuses only files that are not text logs at all
+(:class:`LogReadError`).
 """
 from __future__ import annotations
 
@@ -48,19 +38,8 @@ from typing import Any, Iterator
 from ._hook import call_kind
 from .events import ApiCall, Pointer
 
-__all__ = [
-    "ApiCall",
-    "LOG_HEADER",
-    "OutputLine",
-    "LogReadError",
-    "ParsedLog",
-    "Pointer",
-    "parse_log",
-    "load_log",
-    "read_log",
-    "call_kind",
-    "render_enum",
-]
+__all__ = ["ApiCall", "LOG_HEADER", "OutputLine", "LogReadError", "ParsedLog", "Pointer",
+           "parse_log", "load_log", "read_log", "call_kind", "render_enum"]
 
 
 class LogReadError(ValueError):
@@ -262,8 +241,8 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
         line by line). Either both loggers on one stream (records in call order)
         or a single logger's file.
     nest : bool
-        Place cuBLAS calls under the cuSOLVER call that issued them (see the
-        module docstring for the rule). Only applies when both libraries appear
+        Place cuBLAS calls under the cuSOLVER call that issued them
+        (docs/reading-a-trace.md, "Nesting rule"). Only applies when both libraries appear
         in the one stream; separate-file logs are not mutually ordered.
 
     Returns
@@ -393,7 +372,8 @@ def parse_log(source, *, nest: bool = True) -> ParsedLog:
 
 
 def _nest(records: list[ApiCall], breaks_before: list[bool]) -> list[ApiCall]:
-    """Attach cuBLAS records to the cuSOLVER record that issued them (module docstring)."""
+    """Attach cuBLAS records to the cuSOLVER record that issued them (docs/reading-a-trace.md,
+    "Nesting rule")."""
     owned: set[str] = set()
     for i, r in enumerate(records):
         if r.library == "cuSOLVER":

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import _json
-from .events import ApiCall, AtenOp, Event, KernelStat, kernel_stats
+from .events import ApiCall, AtenOp, Event, KernelStat, kernel_stats, library_of
 from .kernels import LIBRARIES, classify_kernel, short_kernel_name
 
-__all__ = ["CallNode", "RepeatBlock", "KernelStat", "AtenOp", "Trace", "build_tree",
-           "fold_repeats", "SCHEMA"]
+__all__ = ["CallNode", "RepeatBlock", "CompactForm", "KernelStat", "AtenOp", "Trace",
+           "build_tree", "fold_repeats", "round_ms", "SCHEMA"]
 
-SCHEMA = "cusolver-trace/trace/2"
+SCHEMA = "cusolver-trace/trace/3"
 _LIB_STYLE = {"cuSOLVER": "bold magenta", "cuBLAS": "bold cyan"}
 #: Kernel names shown in the rendered kernel table (the JSON has every one).
 _KERNEL_ROWS = 20
@@ -89,14 +89,26 @@ class CallNode:
         args = " ".join(f"{k}={v}" for k, v in self.args.items())
         return f"{self.function}{times}  {args}".rstrip()
 
-    def to_dict(self) -> dict:
-        """The node as the trace JSON holds it: ``function``, ``library``, ``count``, ``args``,
-        ``line``; ``op`` / ``where`` / ``code`` when known, times when measured, ``children``
-        when there are nested calls. (The kind follows from the function; the section from
-        the section the node is listed in.)"""
+    def to_dict(self, form: "CompactForm | None" = None) -> dict:
+        """The node as the trace JSON holds it (docs/reading-a-trace.md, "JSON").
+
+        Parameters
+        ----------
+        form : CompactForm, optional
+            Write the compact form (:class:`CompactForm`). Without it every field is
+            written: ``function``, ``library``, ``count``, ``args``, ``line``; ``op`` /
+            ``where`` / ``code`` when known, the times when measured, ``children`` when
+            there are nested calls.
+
+        Returns
+        -------
+        dict
+        """
+        if form is not None:
+            return form.node(self)
         c = self.call
         d: dict = {"function": c.name, "library": c.library, "count": self.count,
-                   "args": self.args, "line": self.lines[0] if self.lines else c.line}
+                   "args": self.args, "line": self.first_line}
         for key in ("op", "where", "code"):
             value = getattr(c, key)
             if value is not None:
@@ -109,6 +121,11 @@ class CallNode:
         if self.children:
             d["children"] = [n.to_dict() for n in self.children]
         return d
+
+    @property
+    def first_line(self) -> int | None:
+        """The log line of the first repeat."""
+        return self.lines[0] if self.lines else self.call.line
 
     def walk(self) -> Iterable["CallNode"]:
         yield self
@@ -203,8 +220,80 @@ class RepeatBlock:
         return sum(n.calls if isinstance(n, RepeatBlock) else sum(1 for _ in n.walk())
                    for n in self.nodes)
 
-    def to_dict(self) -> dict:
-        return {"repeat": self.count, "calls": [n.to_dict() for n in self.nodes]}
+    def to_dict(self, form: "CompactForm | None" = None) -> dict:
+        """``{"repeat": count, "calls": [...]}``, the nodes in ``form`` (:meth:`CallNode.to_dict`)."""
+        return {"repeat": self.count, "calls": [n.to_dict(form) for n in self.nodes]}
+
+
+@dataclass
+class CompactForm:
+    """How the call nodes of one trace are written in the compact (default) JSON: what
+    follows from the rest is left out, a node's ``op`` / ``where`` / ``code`` are an entry
+    (``src``) of the trace's ``sources`` table, GPU times are rounded to :data:`MS_DIGITS`
+    significant digits (the rules: docs/reading-a-trace.md, "JSON").
+
+    Attributes
+    ----------
+    timed : bool     the calls carry GPU times (the JSON's ``call_times``): a node with no
+                     ``gpu_ms`` then launched no kernel, ``"gpu_ms": null`` marks one whose
+                     times were not measured
+    lines : bool     write each node's log ``line`` (useful where the log is kept)
+    sources : dict   ``(op, where, code)`` -> index in the ``sources`` table, filled as the
+                     nodes are written
+    """
+
+    timed: bool = False
+    lines: bool = False
+    sources: dict = field(default_factory=dict)
+
+    def node(self, n: CallNode) -> dict:
+        """The compact dict of one node (and of the nodes nested under it)."""
+        c = n.call
+        d: dict = {"function": c.name}
+        if c.library != library_of(c.name):
+            d["library"] = c.library
+        if n.count != 1:
+            d["count"] = n.count
+        args = n.args
+        if args:
+            d["args"] = args
+        if self.lines:
+            d["line"] = n.first_line
+        source = (c.op, c.where, c.code)
+        if source != (None, None, None):
+            d["src"] = self.sources.setdefault(source, len(self.sources))
+        if c.truncated:
+            d["truncated"] = True
+        if self.timed:
+            if n.self_gpu_ms is None:
+                d["gpu_ms"] = None
+            elif n.kernel_count:
+                d.update(gpu_ms=round_ms(n.gpu_ms), kernels=n.kernel_count)
+                if n.children and n.self_kernels:
+                    d.update(self_gpu_ms=round_ms(n.self_gpu_ms), self_kernels=n.self_kernels)
+        if n.children:
+            d["children"] = [self.node(x) for x in n.children]
+        return d
+
+    def table(self) -> list[dict]:
+        """The ``sources`` table: ``{"op"?, "where"?, "code"?}`` per index."""
+        keys = ("op", "where", "code")
+        return [{k: v for k, v in zip(keys, source) if v is not None} for source in self.sources]
+
+
+#: Significant digits of a GPU time (ms) in the compact JSON.
+MS_DIGITS = 6
+
+
+def round_ms(ms: float) -> float:
+    """``ms`` to :data:`MS_DIGITS` significant digits.
+
+    Examples
+    --------
+    >>> round_ms(0.0027213), round_ms(1234.56789)
+    (0.0027213, 1234.57)
+    """
+    return float(f"{ms:.{MS_DIGITS}g}")
 
 
 def fold_repeats(nodes: list, *, max_period: int = 64) -> list:
@@ -271,20 +360,29 @@ def _fold_once(items: list, max_period: int) -> list:
     return out
 
 
-def signal_name(signum: int | None) -> str | None:
-    """``11`` -> ``"SIGSEGV"``; None stays None."""
-    if signum is None:
-        return None
-    import signal as _signal
+class ExitStatus:
+    """How a traced program ended, from its ``signal`` and ``returncode``."""
 
-    try:
-        return _signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
+    @property
+    def signal_name(self) -> str | None:
+        """``"SIGSEGV"`` for signal 11; ``None`` when no signal ended the program."""
+        if self.signal is None:
+            return None
+        import signal as _signal
+
+        try:
+            return _signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def exit_status(self) -> int | None:
+        """Shell-style status: the exit code, or 128 + signal number."""
+        return 128 + self.signal if self.signal is not None else self.returncode
 
 
 @dataclass
-class Trace:
+class Trace(ExitStatus):
     """What one traced call or program did: its events and their views.
 
     Attributes
@@ -426,33 +524,20 @@ class Trace:
         """The call tree as the JSON holds it: every call (setup too), identical neighbours
         collapsed, loops folded (:func:`fold_repeats`), per run of one section: a list of
         ``(section label or None, items)``."""
-        out: list = []
-        for n in build_tree(self.calls or []):
-            if not out or out[-1][0] != n.call.section:
-                out.append((n.call.section, []))
-            out[-1][1].append(n)
-        return [(label, fold_repeats(run)) for label, run in out]
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal_name(self.signal)
-
-    @property
-    def exit_status(self) -> int | None:
-        """Shell-style status: the exit code, or 128 + signal number."""
-        if self.signal is not None:
-            return 128 + self.signal
-        return self.returncode
+        return [(label, fold_repeats(run))
+                for label, run in _runs(build_tree(self.calls or []), _section)]
 
     # -- serialisation ------------------------------------------------------
-    def to_dict(self, *, full: bool = False, summary=None) -> dict:
-        """JSON-ready dict (schema ``cusolver-trace/trace/2``).
+    def to_dict(self, *, full: bool = False, summary=None, lines: bool = False) -> dict:
+        """JSON-ready dict (schema :data:`SCHEMA`; docs/reading-a-trace.md, "JSON").
 
-        By default (``format: "compact"``): the folded call tree (``calls``: nodes
-        (:meth:`CallNode.to_dict`), blocks ``{"repeat": k, "calls": [...]}`` for loops, and
-        ``{"section": label, "calls": [...]}`` for the calls of a ``#### label`` section),
-        the summary, and the activities outside library calls aggregated per name
-        (``outside_kernels``: count, total and mean ms). ``full`` adds every record (``records``, with pointers and
+        By default (``format: "compact"``): the folded call tree (``calls``: nodes in the
+        compact form of :class:`CompactForm`, blocks ``{"repeat": k, "calls": [...]}`` for
+        loops, and ``{"section": label, "calls": [...]}`` for the calls of a ``#### label``
+        section), the ``sources`` table the nodes point into, the summary, and the
+        activities outside library calls aggregated per name (``outside_kernels``: count,
+        total and mean ms). ``full`` writes every field of every node instead
+        (:meth:`CallNode.to_dict`) and adds every record (``records``, with pointers and
         its activities), every activity (``activities``), all activities per name
         (``kernels``), and the program's output.
 
@@ -462,6 +547,8 @@ class Trace:
             Keep every record (``--full``).
         summary : Summary, optional
             The summary to include (default: :meth:`summary`).
+        lines : bool
+            Compact form: write each node's log ``line`` (where the log is kept).
 
         Returns
         -------
@@ -474,11 +561,18 @@ class Trace:
         """
         summary = self.summary() if summary is None else summary
         outside = self.outside_kernels
+        form = None if full else CompactForm(
+            timed=any(r.kernels is not None for r in self.records()), lines=lines)
         d = {
             "schema": SCHEMA,
             "format": "full" if full else "compact",
             "label": self.label,
-            "calls": None if self.calls is None else _calls_json(self.folded()),
+            "calls": None if self.calls is None else _calls_json(self.folded(), form),
+        }
+        if form is not None:
+            d["call_times"] = form.timed
+            d["sources"] = form.table()
+        d.update({
             "summary": summary.to_dict(),
             "outside_kernels": None if outside is None else
             [k.to_dict() for k in kernel_stats(outside)],
@@ -492,7 +586,7 @@ class Trace:
             "exit_status": self.exit_status,
             "wall_s": self.wall_s,
             "tracing_s": dict(self.tracing_s),
-        }
+        })
         if full:
             index = {id(r): i for i, r in enumerate(self.records())}
             d["records"] = [_record_dict(r, index) for r in self.records()]
@@ -504,12 +598,12 @@ class Trace:
             d["output"], d["stderr"] = list(self.output), self.stderr
         return d
 
-    def to_json(self, *, full: bool = False, summary=None, **kw) -> str:
+    def to_json(self, *, full: bool = False, summary=None, lines: bool = False, **kw) -> str:
         """:meth:`to_dict` as strict JSON text, without spaces unless ``indent`` is given.
 
         Parameters
         ----------
-        full, summary
+        full, summary, lines
             See :meth:`to_dict`.
         **kw
             Passed to :func:`json.dumps`.
@@ -524,7 +618,7 @@ class Trace:
         True
         """
         kw.setdefault("separators", (",", ":") if kw.get("indent") is None else None)
-        return _json.dumps(self.to_dict(full=full, summary=summary), **kw)
+        return _json.dumps(self.to_dict(full=full, summary=summary, lines=lines), **kw)
 
     # -- rendering ----------------------------------------------------------
     def renderable(self, *, all: bool = False, fold: bool = True, by=("routine",),
@@ -594,15 +688,10 @@ class Trace:
             return root
         nodes = self.tree(all=all)
         grouped = len({n.call.section for n in nodes} | set(self.sections)) > 1
-        runs: list[tuple[Any, list[CallNode]]] = []
-        for node in nodes:
-            if not runs or runs[-1][0] != node.call.section:
-                runs.append((node.call.section, []))
-            runs[-1][1].append(node)
-        for label, run in runs:
+        for label, run in _runs(nodes, _section):
             group = root.add(Text(label or "(outside sections)", style="bold yellow")) \
                 if grouped else root
-            for key, sub in _runs_by(run, group_key):
+            for key, sub in [(None, run)] if group_key is None else _runs(run, group_key):
                 parent = group if group_key is None else group.add(Text(key, style="bold blue"))
                 for item in (fold_repeats(sub) if fold else sub):
                     _add_item(parent, item)
@@ -658,10 +747,10 @@ class Trace:
         return f"<Trace {self.label!r}: {n} calls, {k} GPU activities>"
 
 
-def _calls_json(runs: list) -> list:
+def _calls_json(runs: list, form: CompactForm | None) -> list:
     out: list = []
     for label, items in runs:
-        body = [x.to_dict() for x in items]
+        body = [x.to_dict(form) for x in items]
         out += body if label is None else [{"section": label, "calls": body}]
     return out
 
@@ -701,16 +790,19 @@ def _group_key(by):
     return None
 
 
-def _runs_by(nodes: list[CallNode], key) -> list[tuple[str | None, list[CallNode]]]:
-    if key is None:
-        return [(None, nodes)]
-    runs: list[tuple[str, list[CallNode]]] = []
-    for n in nodes:
-        k = key(n)
+def _runs(items: list, key) -> list[tuple[Any, list]]:
+    """``[(key, items), ...]``: the runs of consecutive items with one ``key(item)``."""
+    runs: list[tuple[Any, list]] = []
+    for x in items:
+        k = key(x)
         if not runs or runs[-1][0] != k:
             runs.append((k, []))
-        runs[-1][1].append(n)
+        runs[-1][1].append(x)
     return runs
+
+
+def _section(node: CallNode) -> str | None:
+    return node.call.section
 
 
 def _add_item(parent, item) -> None:

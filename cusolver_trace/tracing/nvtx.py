@@ -1,21 +1,9 @@
 """NVTX ranges for Nsight Systems: :func:`nvtx_range` marks a stretch of work by name.
 
-Uses the ``nvtx`` package when it is importable; otherwise every range is a
-no-op (:func:`nvtx_note` says why), so callers need no checks of their own::
-
-    from cusolver_trace.tracing import nvtx_range
-    with nvtx_range("replay cusolverDnXpotrs n=256"):
-        ...
-
-Without ``nvtx`` (and without a recorder) :func:`nvtx_range` returns one shared
-``contextlib.nullcontext``: no generator, no allocation, a few tens of nanoseconds,
-so it can sit in timed loops.
-
-:func:`set_nvtx_recorder` is the documented hook that routes the ranges to any
-object with ``push_range(message=..., domain=..., color=...)`` and
-``pop_range(domain=...)`` — the ``nvtx`` module's own signatures — instead of
-``nvtx``: tests use it to check that ranges open and close in order, and a tool
-can use it to collect them.
+Uses the ``nvtx`` package when it is importable, else every range is a no-op (one shared
+``contextlib.nullcontext``, cheap enough for timed loops; :func:`nvtx_note` says why);
+:func:`set_nvtx_recorder` sends the ranges to an object of your own. See
+docs/tracing-programs.md, "NVTX".
 """
 from __future__ import annotations
 

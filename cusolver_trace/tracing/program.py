@@ -1,19 +1,12 @@
 """GPU time per API call for a whole program (``cusolver-trace trace -- python3 prog.py``),
 and the join of a traced process's profile with the parsed log.
 
-1. :func:`program_command` rewrites ``python3 [opts] prog.py ARGS`` (also ``-m module`` and
-   ``-c code``) into a bootstrap (:data:`BOOTSTRAP`) that installs the C ``stdout`` hook
-   (:mod:`._hook`) *before* the program imports torch, then runs :mod:`._progboot`, which
-   runs the program under the profiler and writes, at its end, the correlation of every GPU
-   activity with the hooked records (:func:`._hook.correlate`: done in the traced process,
-   so the profiler's events never leave it).
-2. :func:`load_profile` reads that back; :func:`attach` joins it with the parsed records:
-   each record gets its timeline span, the torch op that issued it (``--by op``), its source
-   line and the GPU activities it launched (events whose ``parent`` is the record).
-
-Why torch.profiler: it puts kernels, runtime launches and our markers on one timeline with
-shared correlation ids, and cupti-python is not installed on the GPU machine. A program
-that starts torch.profiler itself conflicts with it (run it with ``--no-timing``).
+:func:`program_command` rewrites ``python3 [opts] prog.py ARGS`` (also ``-m module`` and
+``-c code``) into a bootstrap (:data:`BOOTSTRAP`) that installs the C ``stdout`` hook
+(:mod:`._hook`) before the program imports torch and then runs :mod:`._progboot`, which
+writes the correlation of every GPU activity with the hooked records; :func:`load_profile`
+reads it back and :func:`attach` joins it with the parsed records. The steps, and when there
+is no timing: docs/tracing-programs.md, "How GPU time per call is measured".
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Run a program with the cuSOLVER and cuBLAS API loggers on, and parse what they logged.
 
-Both loggers write to the child's stdout, so records sharing the C stdio
-buffer stay in call order (cuBLAS calls made inside a cuSOLVER routine follow
-it). ``PYTHONUNBUFFERED=1`` is set too: besides unbuffering Python's own
-output, CPython then switches the C ``stdout`` to unbuffered mode, so every
-record reaches the file the moment it is written. That keeps the program's
-``print`` output in order with the records and loses nothing when the process
-dies (a SIGSEGV at interpreter exit was seen with the loggers on, after all
-work had finished). A non-Python program keeps its own stdio buffering: what
-is still in its buffer when it crashes is lost.
+Both loggers write to the child's stdout, so their records stay in call order, and
+``PYTHONUNBUFFERED=1`` makes CPython's C ``stdout`` unbuffered too, so nothing is lost when
+the process dies (docs/reading-a-trace.md, "Crashes and the exit-time segfault").
 
 The child's stdout goes to a file (``log_path`` or a temporary file), never
 into memory, and is parsed line by line while the program writes it (in a thread
@@ -39,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .logparse import LOG_HEADER, ParsedLog, read_log
-from .model import Trace, signal_name
+from .model import ExitStatus, Trace
 
 __all__ = ["LOGGER_ENV", "TraceRun", "run_traced", "logger_env", "ProgramStartError",
            "ProgramNotFoundError", "ProgramNotExecutableError", "KILL_GRACE_S"]
@@ -88,7 +82,7 @@ def logger_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 @dataclass
-class TraceRun:
+class TraceRun(ExitStatus):
     """Outcome of :func:`run_traced`.
 
     Attributes
@@ -120,15 +114,6 @@ class TraceRun:
     def signal(self) -> int | None:
         """Number of the signal that killed the program, or ``None``."""
         return -self.returncode if self.returncode < 0 else None
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal_name(self.signal)
-
-    @property
-    def exit_status(self) -> int:
-        """Shell-style status: the exit code, or 128 + signal number."""
-        return 128 + self.signal if self.signal is not None else self.returncode
 
     @property
     def records(self):

@@ -1,25 +1,11 @@
 """The summary table of a trace: calls and GPU time per library routine.
 
-:func:`summarize` is a pure function of the parsed records (each with the kernels
-it launched, when measured -- :mod:`._hook`, :mod:`.program`), the kernels that
-ran outside any library call, and the program's wall time. Rows group the calls
-by the keys in ``by``:
-
-* ``routine`` -- the library function (``cusolverDnXpotrs``; the table shows it
-  as ``Xpotrs`` next to a ``library`` column, the JSON in full)
-* ``shape``   -- its size arguments (``n``, ``m``, ``k``, ``nrhs``, ``batchSize``,
-  ``batchCount``, ``lda``), so each distinct problem size gets a row
-* ``op``      -- the torch op that issued the call (``aten::cholesky_inverse``)
-* ``line``    -- the user's source line that issued it
-
-GPU time of a row is the time of the kernels its calls launched *themselves*
-(a cuSOLVER call's own kernels; the cuBLAS calls it made internally have rows of
-their own), so the rows add up to the library GPU time without double counting.
-
-The summary also counts the GPU activities: those launched by library calls, those
-outside every call, and among the latter the ones named like cuSOLVER / cuBLAS kernels
-(:func:`~.kernels.classify_kernel`): *unattributed library kernels*, launched by no
-logged call (cuBLASLt, which the loggers do not record, or an attribution that failed).
+:func:`summarize` is a pure function of the parsed records (each with the kernels it
+launched, when measured), the kernels that ran outside any library call, and the program's
+wall time. Rows group the calls by the keys in ``by`` (:data:`BY_KEYS`: ``routine``,
+``shape``, ``op``, ``line``); the GPU time of a row is that of the kernels its calls launched
+themselves, so the rows add up without double counting. What each column and line means:
+docs/tracing-programs.md, "The summary" and "--by".
 """
 from __future__ import annotations
 

@@ -58,6 +58,9 @@ def run(args) -> int:
     con = console(stderr=json_path == "-" or args.format != "table")
     total = len(args.op) * len(args.n) * len(args.dtype) * len(args.uplo) * (
         2 if args.unchecked else 1)
+    import time
+
+    start = time.perf_counter()
     with progress("warmup", total=total) as p:
         records = fused.warmup(args.op, args.n, args.dtype, upper=args.uplo,
                                check=(True, False) if args.unchecked else (True,), sm=args.sm,
@@ -66,10 +69,11 @@ def run(args) -> int:
                                                          f"{r['status']}"))
     emit(con, _table(records), args.format)
     by = {k: [r for r in records if r["status"] == k] for k in ("cached", "compiled", "failed")}
-    con.print(f"{len(records)} kernel(s) for sm {records[0]['sm']}: {len(by['cached'])} cached, "
+    con.print(f"{len(records)} kernel(s) for sm {records[0]['sm']} in "
+              f"{time.perf_counter() - start:.1f} s: {len(by['cached'])} cached, "
               f"{len(by['compiled'])} compiled ({sum(r['seconds'] for r in by['compiled']):.1f} s "
-              f"in all, over the worker processes), {len(by['failed'])} failed; disk cache "
-              f"{fused.default_cache_dir()}")
+              f"of compiling, summed over the processes), {len(by['failed'])} failed; disk "
+              f"cache {fused.default_cache_dir()}")
     if json_path:
         write_json({"cache": str(fused.default_cache_dir()), "kernels": records}, json_path,
                    con)

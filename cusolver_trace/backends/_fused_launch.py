@@ -122,7 +122,7 @@ def _outside_level() -> int:
     (counted from the function that calls :func:`warnings.warn`)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frame, level = sys._getframe(1), 1   # the caller of warnings.warn is level 1
-    while frame is not None and frame.f_code.co_filename.startswith(here):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1
     return level
 

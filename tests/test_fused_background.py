@@ -597,3 +597,15 @@ def test_cli_warmup_without_a_gpu_needs_sm(fake, capsys, monkeypatch):
     assert main(["warmup", "--workers", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--sm 9.0" in err[0]
+
+
+def test_builds_awaited_makes_auto_wait_for_its_kernel(fake, fake_rows):
+    """What the sweep measures ``auto`` under: the first call waits for the build and runs
+    fused; a failed build is still not raised (torch's path runs)."""
+    with F.builds_awaited():
+        assert routines.cholesky_inverse(FakeCuda(8), method="auto") == "fused"
+        assert routines.inverse_method(FakeCuda(8), "auto", check=False) == "fused"
+        fake.fail = RuntimeError("boom")
+        assert routines.cholesky_inverse(FakeCuda(16), method="auto") == "torch"
+    assert len(fake.keys) == 3
+    assert routines.cholesky_inverse(FakeCuda(32), method="auto") == "torch"   # outside: no wait

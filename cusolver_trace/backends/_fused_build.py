@@ -6,14 +6,16 @@ choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a b
 :func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now, and
 when it cannot, its build starts on the one background thread (once per kernel); a failed
 build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
-to a call that needs the kernel now. Every public name is imported from
+to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
+build (measuring ``auto`` as it runs once built). Every public name is imported from
 :mod:`cusolver_trace.backends.fused`.
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import NamedTuple
 
 from . import _fused_toolchain as _toolchain
@@ -154,7 +156,8 @@ def ready(req: Request) -> bool:
     in the disk cache). When it cannot, its build is queued for the background thread (once:
     later calls find it queued, running, built or failed) and the answer is False until it
     has been built; a build that failed stays False (the error is kept in :data:`_JOBS`).
-    Asks neither libmathdx nor a compiler on the calling thread."""
+    Asks neither libmathdx nor a compiler on the calling thread; waits only within
+    :func:`builds_awaited`."""
     job = _JOBS.get(req)
     if job is None:
         with _JOBS_LOCK:
@@ -172,8 +175,33 @@ def ready(req: Request) -> bool:
                     return True
                 _QUEUE.put((req, job))
                 _start_worker()
-                return False
+    if not job.done() and getattr(_AWAIT, "on", False):
+        with contextlib.suppress(CancelledError):
+            job.exception()   # waits for the build
     return job.done() and not job.cancelled() and job.exception() is None
+
+
+@contextlib.contextmanager
+def builds_awaited():
+    """Within this block (on this thread), :func:`ready` waits for the build it starts or
+    finds under way instead of answering False: ``auto`` then runs what it runs once its
+    kernels are built. For measuring ``auto`` (``cusolver-trace sweep``), not for serving
+    calls.
+
+    Examples
+    --------
+    >>> with builds_awaited():   # doctest: +SKIP
+    ...     ct.cholesky_inverse(L, method="auto")   # compiles first where it must
+    """
+    before = getattr(_AWAIT, "on", False)
+    _AWAIT.on = True
+    try:
+        yield
+    finally:
+        _AWAIT.on = before
+
+
+_AWAIT = threading.local()
 
 
 def take_over(req: Request) -> Future | None:

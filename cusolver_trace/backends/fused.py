@@ -60,7 +60,7 @@ CuPy replaced by fakes (``tests/test_fused_background.py``).
 """
 from __future__ import annotations
 
-from ._fused_build import TUNED, Request, make_key  # noqa: F401
+from ._fused_build import TUNED, Request, builds_awaited, make_key  # noqa: F401
 from ._fused_launch import _arg_buffer, _run, kernel, ready  # noqa: F401
 from ._fused_layout import (CUSOLVERDX_STATIC_SMEM, LAYOUT, LAYOUTS, OPS,  # noqa: F401
                             SMEM_LIMIT, FusedKey, arrangement_of, fits, grid_size, plan_call,
@@ -75,7 +75,7 @@ from ._fused_warmup import ROUTINES, parse_sm, warmup  # noqa: F401
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
            "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
            "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT",
-           "plan_call", "LAYOUT", "LAYOUTS", "ready", "warmup"]
+           "plan_call", "LAYOUT", "LAYOUTS", "ready", "warmup", "builds_awaited"]
 
 
 # --------------------------------------------------------------------------- backend routines

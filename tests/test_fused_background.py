@@ -118,7 +118,8 @@ def fake(monkeypatch, tmp_path):
         monkeypatch.setattr(L, name, type(getattr(L, name))())
     monkeypatch.setattr(L, "_DEVICE", {0: (SM, LIMIT), 1: (SM, LIMIT)})
     yield compiler
-    compiler.gate.set()   # never leave the background thread blocked
+    compiler.gate.set()   # never leave the background thread blocked,
+    drain()               # nor building this test's kernels in the next test
 
 
 def drain():
@@ -245,9 +246,12 @@ def test_auto_serves_torch_and_builds_once_then_switches(fake, fake_rows):
 def test_spd_inverse_auto_builds_its_own_kernel(fake, fake_rows):
     """spd_inverse takes auto's rules from cholesky_inverse, but its fused row is another
     kernel (A -> A^-1 from a row-major A): built for itself, torch's path until then."""
+    fake.hold.add(16)
+    fake.gate.clear()
     A = FakeCuda(16, dtype=torch.float32, order="row_major")
     assert routines.spd_inverse(A) == "torch"
     assert routines.spd_inverse_method(A) == "torch"
+    fake.gate.set()
     drain()
     assert routines.spd_inverse(A) == "fused" and routines.spd_inverse_method(A) == "fused"
     assert [(k.op, k.n, k.dtype, k.upper, k.arr_a, k.check) for k in fake.keys] == [

@@ -175,6 +175,8 @@ def ready(req: Request) -> bool:
                     return True
                 _QUEUE.put((req, job))
                 _start_worker()
+                if not getattr(_AWAIT, "on", False):
+                    return False   # this call runs the next rule, however soon the build ends
     if not job.done() and getattr(_AWAIT, "on", False):
         with contextlib.suppress(CancelledError):
             job.exception()   # waits for the build
@@ -227,10 +229,10 @@ def forget_failure(req: Request) -> None:
             del _JOBS[req]
 
 
-def _work() -> None:
-    """The background thread: build the queued kernels one after the other."""
+def _work(jobs: queue.SimpleQueue) -> None:
+    """The background thread: build the kernels queued on ``jobs``, one after the other."""
     while True:
-        req, job = _QUEUE.get()
+        req, job = jobs.get()
         if not job.set_running_or_notify_cancel():
             continue
         try:
@@ -249,7 +251,8 @@ def _start_worker() -> None:
         # a daemon thread: a process that exits abandons a build rather than waiting up to
         # tens of seconds for it (the disk cache is written atomically: nothing partial
         # stays); ThreadPoolExecutor's threads would be joined at exit
-        _WORKER = threading.Thread(target=_work, name="cusolver-trace fused builds", daemon=True)
+        _WORKER = threading.Thread(target=_work, args=(_QUEUE,), daemon=True,
+                                   name="cusolver-trace fused builds")
         _WORKER.start()
 
 

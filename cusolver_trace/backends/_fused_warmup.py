@@ -79,8 +79,8 @@ def _target(sm) -> tuple[tuple[int, int], int]:
     if sm is None:
         if here is None:
             raise GPUUnavailableError(
-                "warmup: no CUDA GPU is visible to take the compute capability from; give it "
-                "(sm='9.0'; command line: --sm 9.0)")
+                "no CUDA GPU is visible to take the compute capability to compile for from; "
+                "give it: sm='9.0' (command line: --sm 9.0)")
         return here
     sm = parse_sm(sm)
     if here is not None and here[0] == sm:
@@ -91,8 +91,8 @@ def _target(sm) -> tuple[tuple[int, int], int]:
 def _flags(values, what: str) -> tuple:
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     if not vals or not all(isinstance(v, bool) for v in vals):
-        raise TypeError(f"warmup: {what} must be a bool or a non-empty sequence of bools, "
-                        f"got {values!r}")
+        raise TypeError(f"{what} must be a bool or a non-empty sequence of bools, got "
+                        f"{values!r}")
     return tuple(dict.fromkeys(vals))
 
 
@@ -101,7 +101,7 @@ def _list(values, what: str) -> tuple:
         values = (values,)
     vals = tuple(values)
     if not vals:
-        raise ValueError(f"warmup: {what} is empty")
+        raise ValueError(f"{what} is empty: nothing to build")
     return tuple(dict.fromkeys(vals))
 
 
@@ -183,21 +183,21 @@ def warmup(ops: Sequence[str] = tuple(ROUTINES), n: Sequence[int] = DEFAULT_N,
     ops = _list(ops, "ops")
     bad = [o for o in ops if o not in ROUTINES]
     if bad:
-        raise ValueError(f"warmup: unknown op {bad[0]!r}; choose from {', '.join(ROUTINES)}")
+        raise ValueError(f"unknown op {bad[0]!r}; choose from {', '.join(ROUTINES)}")
     orders = _list(n, "n")
     for k in orders:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"warmup: n must be ints >= 1, got {k!r}")
+            raise ValueError(f"n must be ints >= 1, got {k!r}")
     names = tuple(dict.fromkeys(dtype_info(d).name for d in _list(dtypes, "dtypes")))
     for d in names:
         big = [k for k in orders if not fits("inverse", k, d)]
         if big:
-            raise ValueError(f"warmup: n = {big[0]} {d} does not fit in a thread block's shared "
-                             "memory (the fused method does not run it)")
+            raise ValueError(f"n = {big[0]} {d} does not fit in a thread block's shared memory: "
+                             "the fused method does not run it")
     uppers, checks = _flags(upper, "upper"), _flags(check, "check")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
-        raise ValueError(f"warmup: workers must be an int >= 1, got {workers!r}")
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     _toolchain._tools()   # FusedUnavailableError, naming the extra
     cap, limit = _target(sm)
     label = f"{cap[0]}.{cap[1]}"

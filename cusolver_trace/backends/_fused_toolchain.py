@@ -6,8 +6,9 @@ nvJitLink once, or raises :class:`FusedUnavailableError` naming the extra :data:
 :func:`versions` gives the library versions a compiled kernel depends on;
 :func:`suggested` asks cuSOLVERDx for its launch configuration; :func:`compile_kernel`
 builds one kernel's cubin (cuSOLVERDx LTO-IR + the kernel through NVRTC, linked by
-nvJitLink with cuSOLVERDx's universal fatbin). Compiling needs the extra, not a GPU. Every
-public name is imported from :mod:`cusolver_trace.backends.fused`.
+nvJitLink with cuSOLVERDx's universal fatbin, fetched once per process), recording the seconds
+of each stage. Compiling needs the extra, not a GPU; one compile runs at a time per process.
+Every public name is imported from :mod:`cusolver_trace.backends.fused`.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from concurrent.futures import CancelledError
 from types import SimpleNamespace
 
 import numpy as np
@@ -111,7 +112,7 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(T, "_SUGGESTED", {})
     monkeypatch.setattr(T, "compile_kernel", compiler)
     monkeypatch.setattr(F, "available", lambda: None)
-    for name, value in (("_JOBS", {}), ("_BUILT", {}), ("_WORKER", None)):
+    for name, value in (("_JOBS", {}), ("_BUILT", {}), ("_WORKER", None), ("_CLOSING", False)):
         monkeypatch.setattr(B, name, value)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
     for name in ("_MODULES", "_CALLS", "_WARNED"):
@@ -125,7 +126,7 @@ def fake(monkeypatch, tmp_path):
 def drain():
     """Wait until every background build has finished."""
     for job in list(B._JOBS.values()):
-        if not job.cancelled():
+        with contextlib.suppress(CancelledError):
             job.exception(timeout=WAIT)
 
 
@@ -613,3 +614,21 @@ def test_builds_awaited_makes_auto_wait_for_its_kernel(fake, fake_rows):
         assert routines.cholesky_inverse(FakeCuda(16), method="auto") == "torch"
     assert len(fake.keys) == 3
     assert routines.cholesky_inverse(FakeCuda(32), method="auto") == "torch"   # outside: no wait
+
+
+def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake):
+    """A process exiting while a kernel compiles waits for that one build (the compilers'
+    libraries are not torn down under it; the kernel lands on disk) and starts no other."""
+    fake.hold.add(64)
+    fake.gate.clear()
+    assert F.ready("inverse", FakeCuda(64), False, True) is False
+    assert fake.entered.wait(WAIT)
+    assert F.ready("inverse", FakeCuda(32), False, True) is False     # queued
+    threading.Timer(0.05, fake.gate.set).start()
+    B._at_exit()
+    running, queued = (B._JOBS[r] for r in sorted(B._JOBS, key=lambda r: -r.n))
+    assert running.done() and running.exception() is None and queued.cancelled()
+    drain()
+    assert [k.n for k in fake.keys] == [64]
+    assert F.ready("inverse", FakeCuda(16), False, True) is False     # queued, never started
+    assert not any(k.n == 16 for k in fake.keys)

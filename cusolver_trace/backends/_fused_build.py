@@ -7,11 +7,14 @@ choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a b
 when it cannot, its build starts on the one background thread (once per kernel); a failed
 build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
 to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
-build (measuring ``auto`` as it runs once built). Every public name is imported from
+build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
+being compiled waits for that one compile (it lands in the disk cache) and drops the queued
+ones. Every public name is imported from
 :mod:`cusolver_trace.backends.fused`.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import queue
 import threading
@@ -233,7 +236,8 @@ def _work(jobs: queue.SimpleQueue) -> None:
     """The background thread: build the kernels queued on ``jobs``, one after the other."""
     while True:
         req, job = jobs.get()
-        if not job.set_running_or_notify_cancel():
+        if _CLOSING or not job.set_running_or_notify_cancel():
+            job.cancel()
             continue
         try:
             key = make_key(*req)
@@ -248,12 +252,31 @@ def _work(jobs: queue.SimpleQueue) -> None:
 def _start_worker() -> None:
     global _WORKER
     if _WORKER is None or not _WORKER.is_alive():
-        # a daemon thread: a process that exits abandons a build rather than waiting up to
-        # tens of seconds for it (the disk cache is written atomically: nothing partial
-        # stays); ThreadPoolExecutor's threads would be joined at exit
+        # a daemon thread, stopped by _at_exit: ThreadPoolExecutor's would be joined at exit,
+        # after every queued build
         _WORKER = threading.Thread(target=_work, args=(_QUEUE,), daemon=True,
                                    name="cusolver-trace fused builds")
         _WORKER.start()
+        if not _EXIT_HOOK:
+            atexit.register(_at_exit)
+            _EXIT_HOOK.append(True)
+
+
+def _at_exit() -> None:
+    """At interpreter exit: the queued builds are dropped and the running one, if any, is
+    waited for (at most one compile), so that the compilers' native libraries are never torn
+    down under a build; that kernel is then in the disk cache for the next process."""
+    global _CLOSING
+    _CLOSING = True
+    for job in list(_JOBS.values()):
+        job.cancel()   # the queued ones; a running build cannot be cancelled
+    for job in list(_JOBS.values()):
+        if job.running():
+            job.exception()
+
+
+_CLOSING = False   # set at exit: the worker starts no further build
+_EXIT_HOOK: list = []
 
 
 _JOBS: dict = {}   # Request -> Future: the FusedKey once built, or the build's exception

@@ -9,8 +9,7 @@ build is remembered and ``ready`` stays False for it. :func:`take_over` hands a 
 to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
 build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
 being compiled waits for that one compile (it lands in the disk cache) and drops the queued
-ones. Every public name is imported from
-:mod:`cusolver_trace.backends.fused`.
+ones. Every public name is imported from :mod:`cusolver_trace.backends.fused`.
 """
 from __future__ import annotations
 
@@ -243,8 +242,8 @@ def _work(jobs: queue.SimpleQueue) -> None:
             key = make_key(*req)
             if cached(key) is None:
                 build(key)
-        except Exception as exc:   # remembered; never raised in a caller's thread
-            job.set_exception(exc)
+        except BaseException as exc:   # remembered, never raised in a caller's thread; the
+            job.set_exception(exc)     # thread lives on (no job is left running forever)
         else:
             job.set_result(key)
 

@@ -89,8 +89,8 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
             sm, limit = _device_facts(idx)
             req = Request(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit, batches_per_block,
                           None if block is None else tuple(block), conj, pad, check)
-            job = _build.take_over(req)   # auto queued it: queued, it is compiled here
-            if job is not None:   # running in the background: wait for it
+            job = _build.take_over(req)   # a build auto queued: compiled here if not started
+            if job is not None:   # running on the background thread: waited for
                 _warn_compiling(req)
                 job.exception()
             key = make_key(*req)
@@ -102,9 +102,10 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
 def _warn_compiling(what) -> None:
     """The :class:`~cusolver_trace.errors.CompileWarning` of a call that waits for a kernel's
     compilation, once per kernel (``what``: its :class:`FusedKey` or :class:`Request`)."""
-    if what in _WARNED:
+    kernel = (what.op, what.n, what.dtype, what.upper, what.arr_a, what.check, what.sm)
+    if kernel in _WARNED:
         return
-    _WARNED.add(what)
+    _WARNED.add(kernel)
     from ..errors import CompileWarning
 
     warnings.warn(

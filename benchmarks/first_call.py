@@ -183,7 +183,8 @@ def table(results: dict) -> str:
     elif w is not None:
         lines += ["", f"warmup: exit {w['exit']}: {w.get('error', '')}"]
     lines += ["", "| goal | value | met |", "|---|---|---|"]
-    lines += [f"| {what} | {value} | {'yes' if met else 'NO'} |" for what, value, met in goals(results)]
+    lines += [f"| {what} | {value} | {'yes' if met else 'NO'} |"
+              for what, value, met in goals(results)]
     return "\n".join(lines)
 
 

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("first_call", ROOT / "benchmarks" / "first_call.py")
+    spec = importlib.util.spec_from_file_location("first_call",
+                                                  ROOT / "benchmarks" / "first_call.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -160,7 +160,8 @@ def fake_rows(monkeypatch):
     monkeypatch.setattr(inverse_mod, "factor_operand",
                         lambda L, name="L": (_operand(L), L.shape[-1], L.shape[0]))
     monkeypatch.setattr(spd_mod, "operand", lambda A, name="A": _operand(A))
-    for table, kind in ((routines.CHOLESKY_INVERSE, "inverse"), (routines.SPD_INVERSE_TABLE, "spd")):
+    for table, kind in ((routines.CHOLESKY_INVERSE, "inverse"),
+                        (routines.SPD_INVERSE_TABLE, "spd")):
         for name in ("torch", "fused"):
             row = table.rows[name]
 
@@ -359,7 +360,8 @@ def test_explicit_fused_waits_for_a_running_build_and_takes_over_a_queued_one(fa
     assert F.ready("inverse", FakeCuda(32), False, True) is True
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=st.lists(st.tuples(st.sampled_from([4, 8, 16, 33]),
                                 st.sampled_from(["float32", "float64"]),
                                 st.sampled_from(["row_major", "col_major"]), st.booleans(),
@@ -402,7 +404,8 @@ class FakeToolkit:
         class nvjitlink:
             InputType = SimpleNamespace(LTOIR="ltoir", FATBIN="fatbin")
             create = staticmethod(lambda n, opts: "h")
-            add_data = staticmethod(lambda h, kind, data, size, name: tk.linked.append((kind, name)))
+            add_data = staticmethod(lambda h, kind, data, size, name:
+                                    tk.linked.append((kind, name)))
             complete = staticmethod(lambda h: None)
             get_linked_cubin_size = staticmethod(lambda h: 4)
             get_linked_cubin = staticmethod(lambda h, out: out.__setitem__(slice(0, 4), b"CUBN"))

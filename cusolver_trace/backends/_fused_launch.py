@@ -20,7 +20,7 @@ from . import _context
 from . import _fused_build as _build
 from . import _fused_toolchain as _toolchain
 from .cuda_copy import column_major_layout
-from ._fused_build import TUNED, Request, make_key  # noqa: F401  (re-exported by fused)
+from ._fused_build import Request, make_key
 from ._fused_layout import SMEM_LIMIT, FusedKey, plan_call
 from ._fused_source import default_cache_dir
 

@@ -160,7 +160,8 @@ def warmup(ops: Sequence[str] = tuple(ROUTINES), n: Sequence[int] = DEFAULT_N,
     Raises
     ------
     FusedUnavailableError
-        The ``cuda13-fused`` extra is missing (a :class:`~cusolver_trace.errors.GPUUnavailableError`).
+        The ``cuda13-fused`` extra is missing (a
+        :class:`~cusolver_trace.errors.GPUUnavailableError`).
     GPUUnavailableError
         No ``sm`` given and no CUDA GPU visible.
     ValueError

@@ -48,6 +48,7 @@ __all__ = list(_PUBLIC := {
     "NoConvergenceError": "errors",
     "LibraryStatusError": "errors", "CuSolverStatusError": "errors",
     "CuBlasStatusError": "errors", "GPUUnavailableError": "errors",
+    "CompileWarning": "errors", "warmup": "backends.fused",
 })
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "CuSolverStatusError",
     "CuBlasStatusError",
     "GPUUnavailableError",
+    "CompileWarning",
 ]
 
 
@@ -225,6 +226,27 @@ class CuBlasStatusError(LibraryStatusError):
 
 class GPUUnavailableError(RuntimeError):
     """The CUDA backend cannot run here (no GPU, or CuPy / nvmath-python missing)."""
+
+
+class CompileWarning(UserWarning):
+    """A call waits while a fused (cuSOLVERDx) kernel is compiled for it.
+
+    Emitted once per kernel by an explicit ``method="fused"`` (or ``api="fused"``) call whose
+    kernel is neither loaded nor in the disk cache: compiling through libmathdx, NVRTC and
+    nvJitLink takes about 10-30 s. ``method="auto"`` never waits: it runs torch's path while
+    the kernel is built in the background. :func:`cusolver_trace.warmup` (``cusolver-trace
+    warmup``) compiles kernels ahead of time. Silence it with
+    ``warnings.filterwarnings("ignore", category=CompileWarning)``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("compiling", CompileWarning)
+    >>> seen[0].category.__name__, issubclass(CompileWarning, UserWarning)
+    ('CompileWarning', True)
+    """
 
 
 class InputFileError(ValueError):

@@ -61,7 +61,7 @@ def _cli(*argv, cwd=None) -> str:
                        text=True, timeout=300, env=env, cwd=cwd)
     stream = p.stdout if p.returncode in (0, 1) else p.stderr
     line = (stream.strip().splitlines() or [""])[-1]
-    line = line.replace("cusolver-trace compare: error: ", "").replace("usage: ", "")
+    line = re.sub(r"^cusolver-trace [a-z]+: error: ", "", line).replace("usage: ", "")
     line = re.sub(r"has [0-9.]+ GiB", "has … GiB", line)  # the machine's memory varies
     line = re.sub(r" \(see cusolver-trace [a-z]+ --help\)$", "", line)
     return f"exit {p.returncode}: {line[:110]}".replace("|", "\\|")
@@ -202,6 +202,9 @@ def cases():
          _outcome(lambda: _verdict("eigh", torch.full((4, 4), 1.5e308, dtype=torch.float64))),
          ""),
         ("`--json` naming the `--matrix file:` input", "", "", _json_onto_input_cli()),
+        ("`warmup --n 0` / `--sm 9`; `warmup --n 200 --dtype complex128`", "", "",
+         " / ".join(_cli("warmup", *a).split(":")[0] for a in (("--n", "0"), ("--sm", "9")))
+         + "; " + _cli("warmup", "--n", "200", "--dtype", "complex128")),
     ]
 
 

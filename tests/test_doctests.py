@@ -48,6 +48,7 @@ NO_EXAMPLES = {
     "cusolver_trace.cli.info": _CLI,
     "cusolver_trace.cli.sweep": _CLI,
     "cusolver_trace.cli.trace": _CLI,
+    "cusolver_trace.cli.warmup": _CLI,
     "cusolver_trace.dispatch_docs": "generates docs/dispatch-*.md from a GPU run",
     "cusolver_trace.ops._cholesky": _FAM,
     "cusolver_trace.ops.cholesky": _OP,
@@ -68,6 +69,8 @@ NO_EXAMPLES = {
     "cusolver_trace.backends.cuda_eigh": _GPU,
     "cusolver_trace.backends.fused": _GPU,
     "cusolver_trace.backends._fused_launch": _GPU,
+    "cusolver_trace.backends._fused_build": "builds kernels with the cuda13-fused extra's "
+                                            "compilers: tests/test_fused_background.py fakes them",
     "cusolver_trace.backends._fused_toolchain": "loads the cuda13-fused extra's compilers: "
                                                 "tests/test_fused_cpu.py fakes them",
     "cusolver_trace.checks": _PKG,

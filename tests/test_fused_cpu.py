@@ -492,9 +492,9 @@ def test_auto_passes_over_a_fused_rule_that_cannot_run(monkeypatch):
 
 
 def test_the_shipped_auto_table_picks_fused_only_where_it_was_measured(monkeypatch):
-    """The real AUTO_TABLE: fused for batches >= 100 of real matrices with n <= 128 (the
-    measured cases), never for complex, small batches or larger n; torch where the extra is
-    missing."""
+    """The shipped rules (CHOLESKY_INVERSE.auto): fused for batches >= 100 of real matrices
+    with n <= 128 (the measured cases), never for complex, small batches or larger n; torch
+    where the extra is missing."""
     from cusolver_trace import routines
 
     assert F.available() is not None                      # no extra here: torch's own choice
@@ -528,8 +528,9 @@ def test_the_in_kernel_check_is_a_separate_compiled_kernel():
 
 
 def test_auto_remembers_its_choice_per_shape_but_sees_a_new_table(monkeypatch):
-    """``auto`` walks AUTO_TABLE once per shape; replacing the table (or the fused method's
-    availability) is seen on the next call; the shipped table cannot be changed in place."""
+    """``auto`` walks CHOLESKY_INVERSE.auto once per shape; replacing the rules (or the fused
+    method's availability) is seen on the next call; the shipped rules cannot be changed in
+    place."""
     from cusolver_trace import routines
 
     with pytest.raises(TypeError):

@@ -3,11 +3,15 @@ memory orders, a batch that is not a multiple of batches_per_block, the public e
 
 Skipped (with the reason) without a GPU or without the ``cuda13-fused`` extra; failed where
 that extra is installed and does not load. The first run
-compiles each kernel (0.5-3 s each, more for n >= 64), later runs load them from the disk
+compiles each kernel (seconds to tens of seconds each), later runs load them from the disk
 cache; the shapes and layouts are those of ``devrun``'s correctness script, so a cache
 filled by one serves the other. Every layout at n <= 16, the main ones above.
 """
 from __future__ import annotations
+
+import os
+import time
+import warnings
 
 import pytest
 import torch
@@ -19,8 +23,10 @@ from cusolver_trace.matrices import spd
 from cusolver_trace.backends import fused  # the project's own module: an import error fails
 
 # skipped (naming the extra) where cuda13-fused is not installed; failed, with the error, where it
-# is installed and does not load (cusolver_trace._pytest_gpus)
-pytestmark = [pytest.mark.gpu, pytest.mark.needs_extra("cuda13-fused")]
+# is installed and does not load (cusolver_trace._pytest_gpus). The explicit method="fused"
+# calls below compile their kernels on a cold cache: the CompileWarning that says so is expected.
+pytestmark = [pytest.mark.gpu, pytest.mark.needs_extra("cuda13-fused"),
+              pytest.mark.filterwarnings("ignore::cusolver_trace.errors.CompileWarning")]
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 BATCH = 37          # 37 = prime: a partly filled last block for every batches_per_block > 1
@@ -189,3 +195,34 @@ def test_check_in_the_fused_potrf_inverse_kernel(upper):
     assert fused.potrf_inverse_checked(A, upper)[2] is None
     with pytest.raises(ct.NotPositiveDefiniteError, match="Batch element 5"):
         ct.spd_inverse(bad, upper, method="fused")
+
+
+def test_auto_on_a_cold_cache_runs_torch_then_fused(tmp_path, monkeypatch):
+    """No first-call stall: with an empty disk cache, the first ``auto`` call of a new shape
+    runs torch's path (its result bitwise torch's; nothing compiled in the call: no
+    CompileWarning) and builds the fused kernel in the background; ``inverse_method`` /
+    ``spd_inverse_method`` say torch until it is built, then fused, and the calls run it."""
+    monkeypatch.setenv("CUSOLVER_TRACE_CACHE", str(tmp_path))   # cold: nothing on disk
+    n, batch = 40, 200          # a shape no other test compiles: nothing in memory either
+    A = spd(n, batch=batch, cond=10.0, dtype="float64", device="cuda", seed=40)
+    L = torch.linalg.cholesky(A)                           # column-major, lower
+    A32 = spd(n, batch=batch, cond=10.0, dtype="float32", device="cuda", seed=41)
+    assert routines.resolve_method("auto", n, batch, "float64", "cuda") == "fused"   # the rule
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ct.CompileWarning)
+        X = ct.cholesky_inverse(L, method="auto")
+        assert ct.inverse_method(L, "auto") == "torch"     # still building
+        assert checks.bitwise_equal(X, torch.cholesky_inverse(L))
+        Y = ct.spd_inverse(A32)
+        assert checks.pot03(A32, Y) < 30
+        deadline = time.monotonic() + 600
+        while ct.inverse_method(L, "auto") != "fused" or ct.spd_inverse_method(A32) != "fused":
+            assert time.monotonic() < deadline, "the background builds did not finish in 10 min"
+            time.sleep(0.5)
+        X2 = ct.cholesky_inverse(L, method="auto")
+        Y2 = ct.spd_inverse(A32)
+    assert checks.pot03(A, X2) < 30 and checks.pot03(A32, Y2) < 30
+    assert checks.bitwise_equal(X2, ct.cholesky_inverse(L, method="fused"))   # the fused kernel
+    kernels = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")
+               and os.path.getsize(tmp_path / f) > 0]   # (a cached suggestion's is empty)
+    assert len(kernels) >= 2

@@ -1,23 +1,28 @@
 """Loading and launching the fused kernels (needs a GPU).
 
-:func:`make_key` picks one call's :class:`FusedKey` (the tuned choice of :data:`TUNED`,
-else cuSOLVERDx's suggestion), :func:`kernel` loads its cubin (memory, the disk cache, or
-compiled now) as a CuPy function, and :func:`_run` launches it on torch's current stream
-with one ``cuLaunchKernel``: the routines of :mod:`cusolver_trace.backends.fused` call
-:func:`_run`. Every public name is imported from that module.
+:func:`kernel` loads one call's cubin (memory, this process's builds or the disk cache, or
+compiled now, with a :class:`~cusolver_trace.errors.CompileWarning`) as a CuPy function, and
+:func:`_run` launches it on torch's current stream with one ``cuLaunchKernel``: the routines
+of :mod:`cusolver_trace.backends.fused` call :func:`_run`. :func:`ready` says whether a call's
+kernel can run without compiling (starting its build in the background when not): what
+``method="auto"`` asks. Every public name is imported from that module.
 """
 from __future__ import annotations
 
 import math
+import os
+import sys
 import threading
+import warnings
 
 from .._dtypes import dtype_info
 from . import _context
+from . import _fused_build as _build
 from . import _fused_toolchain as _toolchain
 from .cuda_copy import column_major_layout
-from ._fused_layout import CUSOLVERDX_STATIC_SMEM, SMEM_LIMIT, FusedKey, plan_call, rhs_chunk
-from ._fused_source import DiskCache, cache_key
-from ._fused_toolchain import compile_kernel, suggested, versions
+from ._fused_build import Request, make_key
+from ._fused_layout import SMEM_LIMIT, FusedKey, plan_call
+from ._fused_source import default_cache_dir
 
 _lock = threading.Lock()
 _MODULES: dict = {}   # (device index, FusedKey) -> (cupy Function, meta)
@@ -38,83 +43,17 @@ def _device_facts(idx: int):
 _DEVICE: dict = {}
 
 
-def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
-             sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
-             block: tuple | None = None, conj: bool = False, pad: int | None = None,
-             check: bool = False) -> FusedKey:
-    """The :class:`FusedKey` for one call: batches per block, block size and padding as
-    given, else the tuned choice of :data:`TUNED` for ``(op, n, dtype)`` where there is one,
-    else cuSOLVERDx's suggestion (padding 0); batches per block lowered until the block fits
-    in ``limit`` bytes of shared memory (less :data:`CUSOLVERDX_STATIC_SMEM`)."""
-    limit = limit - CUSOLVERDX_STATIC_SMEM
-    t_bpb, t_block, t_pad = TUNED.get((op, n, dtype), (None, None, 0))
-    pad = t_pad if pad is None else pad
-    if batches_per_block is None or block is None:
-        if batches_per_block is None and block is None and t_bpb is not None:
-            s_bpb, s_block = t_bpb, t_block
-        else:
-            s_bpb, s_block = suggested(op, n, nrhs, dtype, upper, sm)
-        batches_per_block = batches_per_block or s_bpb
-        block = tuple(block) if block is not None else tuple(s_block)
-    bpb = int(batches_per_block)
-    while True:
-        try:
-            kc = rhs_chunk(op, n, nrhs, dtype, bpb, limit, pad, arr_b)
-            if op == "potrf" or kc == nrhs or bpb == 1:
-                break
-        except ValueError:
-            if bpb == 1:
-                raise
-        bpb = max(1, bpb // 2)
-    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
-    return FusedKey(op, n, nrhs if op != "potrf" else 0, kc, dtype, bool(upper), arr_a, arr_b,
-                    bpb, block, tuple(sm), bool(conj), int(pad), bool(check))
-
-
-#: Tuned ``(batches_per_block, block, pad)`` per ``(op, n, dtype)``: the fastest candidate of
-#: ``devrun/fused/cases.py``'s TUNE list (CUDA-event medians, H200, torch 2.11, 2026-12-01;
-#: batches 100000 x 4, 10000 x 8, 100000 x 16, 1000 x 32, 1000 x 64, 100 x 128, the inverse
-#: from a column-major factor, A -> A^-1 from a row-major A), kept where it beat
-#: cuSOLVERDx's suggestion by more than 3 %. ``(None, None, pad)``: the suggestion with that
-#: padding. Shapes not listed (other n, the complex types, potrf, solve) use the suggestion.
-#: Reproduce with ``bash devrun/fused/run.sh timing float64,float32``.
-TUNED: dict = {
-    ("inverse", 4, "float64"): (32, (32,), 1),       # 0.0321 ms vs 0.0355 suggested
-    ("inverse", 8, "float64"): (4, (32,), 0),        # 0.0278 vs 0.0286
-    ("inverse", 16, "float64"): (4, (64,), 0),       # 0.1615 vs 0.1996
-    ("inverse", 32, "float64"): (4, (128,), 0),      # 0.0320 vs 0.0581
-    ("inverse", 64, "float64"): (None, None, 1),     # 0.0750 vs 0.0852
-    ("inverse", 4, "float32"): (32, (32,), 1),       # 0.0275 vs 0.0371
-    ("inverse", 16, "float32"): (4, (64,), 0),       # 0.1240 vs 0.1437
-    ("inverse", 32, "float32"): (4, (128,), 0),      # 0.0314 vs 0.0337
-    ("inverse", 64, "float32"): (1, (256,), 0),      # 0.1096 vs 0.2463
-    ("inverse", 128, "float32"): (1, (256,), 0),     # 0.0769 vs 0.2866
-    ("potrf_inverse", 8, "float64"): (8, (64,), 1),  # 0.0258
-    ("potrf_inverse", 16, "float64"): (4, (64,), 0),  # 0.2679
-    ("potrf_inverse", 32, "float64"): (1, (128,), 1),  # 0.0321
-    ("potrf_inverse", 64, "float64"): (None, None, 1),  # 0.1297 vs 0.2157
-    ("potrf_inverse", 128, "float64"): (1, (256,), 0),  # 0.3081 vs 1.3160 (second run)
-    ("potrf_inverse", 4, "float32"): (32, (32,), 1),  # 0.0270
-    ("potrf_inverse", 8, "float32"): (8, (64,), 0),  # 0.0264
-    ("potrf_inverse", 16, "float32"): (4, (64,), 0),  # 0.1802
-    ("potrf_inverse", 64, "float32"): (1, (256,), 0),  # 0.2194 vs 0.3137
-    ("potrf_inverse", 128, "float32"): (1, (256,), 0),  # 0.1361 vs 0.5981
-}
-
-
 def _load_function(idx: int, key: FusedKey):
-    """The CuPy function for ``key`` on device ``idx``: from memory, the disk cache, or
-    compiled now (then stored on disk)."""
+    """The CuPy function for ``key`` on device ``idx``: built by this process or in the disk
+    cache, else compiled now (with a :class:`~cusolver_trace.errors.CompileWarning`, then
+    stored on disk)."""
     import cupy as cp
 
-    digest = cache_key(key, versions())
-    cache = DiskCache()
-    hit = cache.load(digest)
+    hit = _build.cached(key)
     if hit is None:
-        cubin, meta = compile_kernel(key)
-        cache.store(digest, cubin, meta)
-    else:
-        cubin, meta = hit
+        _warn_compiling(key)
+        hit = _build.build(key)
+    cubin, meta = hit
     with cp.cuda.Device(idx):
         mod = cp.cuda.function.Module()
         mod.load(cubin)
@@ -148,25 +87,105 @@ def kernel(idx: int, op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a:
         hit = _MODULES.get(memo)
         if hit is None:
             sm, limit = _device_facts(idx)
-            key = make_key(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit,
-                           batches_per_block, block, conj, pad, check)
+            req = Request(op, n, nrhs, dtype, upper, arr_a, arr_b, sm, limit, batches_per_block,
+                          None if block is None else tuple(block), conj, pad, check)
+            job = _build.take_over(req)   # a build auto queued: compiled here if not started
+            if job is not None:   # running on the background thread: waited for
+                _warn_compiling(req)
+                job.exception()
+            key = make_key(*req)
             fn, mod = _load_function(idx, key)
             hit = _MODULES[memo] = (fn, key, mod)
     return hit
 
 
+def _warn_compiling(what) -> None:
+    """The :class:`~cusolver_trace.errors.CompileWarning` of a call that waits for a kernel's
+    compilation, once per kernel (``what``: its :class:`FusedKey` or :class:`Request`)."""
+    kernel = (what.op, what.n, what.dtype, what.upper, what.arr_a, what.check, what.sm)
+    if kernel in _WARNED:
+        return
+    _WARNED.add(kernel)
+    from ..errors import CompileWarning
+
+    warnings.warn(
+        f"compiling the fused kernel {what.op!r} for n = {what.n} {what.dtype} (cuSOLVERDx "
+        f"through libmathdx, NVRTC and nvJitLink): about 10-30 s on a cold cache, then cached "
+        f"on disk in {default_cache_dir()}; `cusolver-trace warmup` or cusolver_trace.warmup() "
+        "compile kernels ahead of time", CompileWarning, stacklevel=_outside_level())
+
+
+_WARNED: set = set()
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` that names the first frame outside this package: the user's call
+    (counted from the function that calls :func:`warnings.warn`)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1   # the caller of warnings.warn is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
+    """Whether the kernel a call of ``op`` on ``x`` needs can run now without compiling:
+    loaded in this process, built by it, or in the disk cache. When it cannot, its build
+    starts in the background (once; :func:`._fused_build.ready`) and the answer is False
+    until it is built, and stays False where the build failed. What ``method="auto"`` asks
+    (:attr:`cusolver_trace.routines.Impl.ready`); the kernel depends on x's dtype, order and
+    memory order (row- or column-major), ``upper`` and ``check``.
+
+    Parameters
+    ----------
+    op : {"inverse", "potrf_inverse"}
+        The kernel: A⁻¹ from the factor, or from A.
+    x : torch CUDA tensor (..., n, n)
+        The factor (``inverse``) or A.
+    upper : bool
+    check : bool
+        The kernel with the in-kernel check (the ``_checked`` routines).
+    layout : {"row_major", "native"}, optional
+        As the routines' ``layout``.
+
+    Examples
+    --------
+    >>> ready("inverse", torch.linalg.cholesky(A), False, True)   # doctest: +SKIP
+    False
+    """
+    if op not in ("inverse", "potrf_inverse"):
+        raise ValueError(f"ready: op must be 'inverse' or 'potrf_inverse', got {op!r}")
+    dtype = dtype_info(x.dtype).name
+    in_a = _arrangement(x) or "row_major"
+    n = x.shape[-1]
+    idx = x.get_device()
+    memo = (op, dtype, upper, in_a, None, layout, n, n, idx, None, None, None, bool(check))
+    if memo in _CALLS:
+        return True
+    plan = plan_call(op, dtype, upper, in_a, None, layout)
+    sm, limit = _device_facts(idx)
+    return _build.ready(Request(op, n, n, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
+                                sm, limit, None, None, plan["conj"], None, bool(check)))
+
+
 def _operand(x):
     """``(x, arrangement)``: ``x`` itself when its matrices lie row- or column-major in
-    one contiguous buffer, else a contiguous copy (conjugate / negative views resolved)."""
+    one contiguous buffer, else a contiguous copy (conjugate / negative views resolved:
+    their copies keep x's strides)."""
     if x.requires_grad:
         x = x.detach()
     if x.is_conj() or x.is_neg():
         x = x.resolve_conj().resolve_neg()
+    arr = _arrangement(x)
+    return (x, arr) if arr is not None else (x.contiguous(), "row_major")
+
+
+def _arrangement(x) -> str | None:
+    """``"row_major"`` (``x`` contiguous), ``"col_major"`` (``x.mT`` contiguous), or None:
+    neither, :func:`_operand` copies it row-major."""
     if x.is_contiguous():
-        return x, "row_major"
-    if x.mT.is_contiguous():
-        return x, "col_major"
-    return x.contiguous(), "row_major"
+        return "row_major"
+    return "col_major" if x.mT.is_contiguous() else None
 
 
 def _empty(batch_shape, r, c, arr, like):

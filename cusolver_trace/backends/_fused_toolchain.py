@@ -6,13 +6,16 @@ nvJitLink once, or raises :class:`FusedUnavailableError` naming the extra :data:
 :func:`versions` gives the library versions a compiled kernel depends on;
 :func:`suggested` asks cuSOLVERDx for its launch configuration; :func:`compile_kernel`
 builds one kernel's cubin (cuSOLVERDx LTO-IR + the kernel through NVRTC, linked by
-nvJitLink with cuSOLVERDx's universal fatbin). Compiling needs the extra, not a GPU. Every
-public name is imported from :mod:`cusolver_trace.backends.fused`.
+nvJitLink with cuSOLVERDx's universal fatbin, fetched once per process), recording the seconds
+of each stage. Compiling needs the extra, not a GPU; one compile runs at a time per process.
+Every public name is imported from :mod:`cusolver_trace.backends.fused`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 
 from ._fused_layout import _DTYPES, FusedKey
 from ._fused_source import DiskCache, kernel_source
@@ -127,10 +130,12 @@ def _solver(t, fn, key: FusedKey):
                        data_type="complex" if is_complex else "real", block_dim=key.block)
 
 
-def suggested(op: str, n: int, nrhs: int, dtype: str, upper: bool, sm: tuple) -> tuple:
+def suggested(op: str, n: int, nrhs: int, dtype: str, upper: bool, sm: tuple, *,
+              ask: bool = True) -> tuple | None:
     """cuSOLVERDx's suggested ``(batches_per_block, block)`` for the kernel's main call
     (potrs for the solving kernels, potrf for ``potrf``). Asking libmathdx takes ~0.3 s,
-    so answers are kept in memory and in the disk cache."""
+    so answers are kept in memory and in the disk cache; ``ask=False``: None when neither
+    holds the answer (libmathdx is not asked)."""
     args = (op, n, nrhs, dtype, bool(upper), tuple(sm))
     hit = _SUGGESTED.get(args)
     if hit is not None:
@@ -143,6 +148,8 @@ def suggested(op: str, n: int, nrhs: int, dtype: str, upper: bool, sm: tuple) ->
         bpb, block = found[1]["suggested"]
         hit = _SUGGESTED[args] = (int(bpb), tuple(block))
         return hit
+    if not ask:
+        return None
     hit = _SUGGESTED[args] = _ask_suggested(*args)
     cache.store(digest, b"", {"suggested": [hit[0], list(hit[1])]})
     return hit
@@ -152,6 +159,17 @@ _SUGGESTED: dict = {}
 
 
 def _ask_suggested(op, n, nrhs, dtype, upper, sm):
+    with _SERIAL:
+        return _ask_suggested_now(op, n, nrhs, dtype, upper, sm)
+
+
+#: Held while libmathdx, NVRTC or nvJitLink work: the background builds
+#: (:mod:`._fused_build`) and a call on another thread may both compile, and these libraries
+#: are not documented as safe to call from two threads at once.
+_SERIAL = threading.RLock()
+
+
+def _ask_suggested_now(op, n, nrhs, dtype, upper, sm):
     t = _tools()
     real, is_complex, _ = _DTYPES[dtype]
     np = t["np"]
@@ -173,7 +191,15 @@ def _check(result, what):
 
 def compile_kernel(key: FusedKey) -> tuple[bytes, dict]:
     """Compile the kernel for ``key`` to a cubin: ``(cubin, meta)``. Needs no GPU (the
-    architecture is ``key.sm``); takes 0.5 to 3 s.
+    architecture is ``key.sm``); takes seconds to tens of seconds (on the H200's host: 8 s
+    for float64 n = 33, 17 s for complex128 n = 31, 21-26 s for n = 65 to 127). One compile
+    at a time per process (:data:`_SERIAL`).
+
+    ``meta["seconds"]`` holds the wall time (s) of each stage: ``libmathdx_potrf`` /
+    ``libmathdx_potrs`` (cuSOLVERDx's device function as LTO-IR, one per function the kernel
+    calls), ``nvrtc`` (the kernel to LTO-IR), ``fatbin`` (cuSOLVERDx's universal fatbin,
+    fetched once per process: 0 after the first kernel) and ``nvjitlink`` (the link to a
+    cubin).
 
     Raises
     ------
@@ -182,15 +208,23 @@ def compile_kernel(key: FusedKey) -> tuple[bytes, dict]:
     RuntimeError
         libmathdx, NVRTC or nvJitLink reject the kernel (the log is in the message).
     """
+    with _SERIAL:
+        return _compile(key)
+
+
+def _compile(key: FusedKey) -> tuple[bytes, dict]:
     t = _tools()
     cc = f"{key.sm[0]}{key.sm[1]}"
     need = {"potrf": ("potrf",), "inverse": ("potrs",), "potrf_inverse": ("potrf", "potrs"),
             "solve": ("potrs",)}[key.op]
-    symbols, ltoirs = {}, []
+    symbols, ltoirs, seconds = {}, [], {}
     for fn in need:
+        start = time.perf_counter()
         code, sym = t["compile"](_solver(t, fn, key), ("lto", key.sm), "compiled_leading_dim")
+        seconds[f"libmathdx_{fn}"] = time.perf_counter() - start
         symbols[fn] = sym
         ltoirs.append((bytes(code.data), sym))
+    start = time.perf_counter()
     src = kernel_source(key, symbols)
     nvrtc = t["nvrtc"]
     prog = _check(nvrtc.nvrtcCreateProgram(src.encode(), b"fused.cu", 0, [], []), "nvrtcCreateProgram")[0]
@@ -208,25 +242,40 @@ def compile_kernel(key: FusedKey) -> tuple[bytes, dict]:
         _check(nvrtc.nvrtcGetLTOIR(prog, kernel_ir), "nvrtcGetLTOIR")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    cubin = _link(t, cc, [(kernel_ir, "fused.ltoir")] + ltoirs)
+    seconds["nvrtc"] = time.perf_counter() - start
+    start = time.perf_counter()
+    fat = _universal_fatbin(t)
+    seconds["fatbin"] = time.perf_counter() - start
+    start = time.perf_counter()
+    cubin = _link(t, cc, [(kernel_ir, "fused.ltoir")] + ltoirs, fat)
+    seconds["nvjitlink"] = time.perf_counter() - start
     meta = {"kernel": key.kernel_name, "shared_bytes": key.shared_bytes, "block": list(key.block),
-            "batches_per_block": key.batches_per_block, "symbols": symbols}
+            "batches_per_block": key.batches_per_block, "symbols": symbols,
+            "seconds": {k: round(v, 4) for k, v in seconds.items()}}
     return cubin, meta
 
 
 def _universal_fatbin(t) -> bytes:
-    mathdx = t["mathdx"]
-    h = mathdx.cusolverdx_create_descriptor()
-    try:
-        size = mathdx.cusolverdx_get_universal_fatbin_size(h)
-        buf = bytearray(size)
-        mathdx.cusolverdx_get_universal_fatbin(h, size, buf)
-    finally:
-        mathdx.cusolverdx_destroy_descriptor(h)
-    return bytes(buf)
+    """cuSOLVERDx's universal fatbin (the same bytes for every kernel), fetched from libmathdx
+    once per process and kept, as nvmath-python's own ``get_universal_fatbin`` keeps it."""
+    global _FATBIN
+    if _FATBIN is None:
+        mathdx = t["mathdx"]
+        h = mathdx.cusolverdx_create_descriptor()
+        try:
+            size = mathdx.cusolverdx_get_universal_fatbin_size(h)
+            buf = bytearray(size)
+            mathdx.cusolverdx_get_universal_fatbin(h, size, buf)
+        finally:
+            mathdx.cusolverdx_destroy_descriptor(h)
+        _FATBIN = bytes(buf)
+    return _FATBIN
 
 
-def _link(t, cc: str, ltoirs) -> bytes:
+_FATBIN = None
+
+
+def _link(t, cc: str, ltoirs, fat: bytes) -> bytes:
     nvj = t["nvjitlink"]
     opts = [f"-arch=sm_{cc}", "-lto"]
     h = nvj.create(len(opts), opts)
@@ -234,7 +283,6 @@ def _link(t, cc: str, ltoirs) -> bytes:
         try:
             for data, name in ltoirs:
                 nvj.add_data(h, nvj.InputType.LTOIR, data, len(data), name)
-            fat = _universal_fatbin(t)
             nvj.add_data(h, nvj.InputType.FATBIN, fat, len(fat), "cusolverdx_universal.fatbin")
             nvj.complete(h)
         except Exception as exc:

@@ -12,7 +12,11 @@ batches per block, block size, GPU architecture):
 
 The cubin is cached in memory and on disk (``$XDG_CACHE_HOME/cusolver_trace/fused``,
 keyed by every input above plus the versions of nvmath-python, libmathdx, NVRTC and
-nvJitLink and the kernel source), so a new process loads it without compiling. It is
+nvJitLink and the kernel source), so a new process loads it without compiling. Compiling
+takes seconds to tens of seconds per kernel: an explicit ``method="fused"`` call that must
+compile says so once (:class:`~cusolver_trace.errors.CompileWarning`); ``method="auto"``
+asks :func:`ready` and runs torch's path while the kernel is built on a background thread;
+:func:`warmup` (``cusolver-trace warmup``) builds a list of kernels ahead of time. It is
 launched through CuPy on torch's current stream. The kernel is written in CUDA C++
 rather than as a numba-cuda kernel because its launch must cost a few µs from Python:
 a CuPy ``Function`` call takes raw pointers, while a numba kernel call goes through
@@ -45,14 +49,19 @@ imported from; the rest lives in private modules, each depending only on those b
   and the disk cache (:func:`cache_key`, :class:`DiskCache`);
 - :mod:`._fused_toolchain`: the extra (:data:`EXTRA`, :func:`available`,
   :class:`FusedUnavailableError`), the library versions, cuSOLVERDx's suggestion and
-  :func:`compile_kernel` (needs the extra, not a GPU);
-- :mod:`._fused_launch`: :func:`make_key`, :data:`TUNED`, :func:`kernel` and the launch.
+  :func:`compile_kernel` (needs the extra, not a GPU; the seconds of each stage in its meta);
+- :mod:`._fused_build`: :func:`make_key`, :data:`TUNED`, finding and building a kernel, and
+  the background builds behind ``auto`` (no GPU);
+- :mod:`._fused_launch`: :func:`kernel`, :func:`ready` and the launch;
+- :mod:`._fused_warmup`: :func:`warmup`.
 
-The first two are pure Python and are tested without a GPU.
+The first two are pure Python and are tested without a GPU; the rest with the compiler and
+CuPy replaced by fakes (``tests/test_fused_background.py``).
 """
 from __future__ import annotations
 
-from ._fused_launch import TUNED, _arg_buffer, _run, kernel, make_key  # noqa: F401
+from ._fused_build import TUNED, Request, builds_awaited, make_key  # noqa: F401
+from ._fused_launch import _arg_buffer, _run, kernel, ready  # noqa: F401
 from ._fused_layout import (CUSOLVERDX_STATIC_SMEM, LAYOUT, LAYOUTS, OPS,  # noqa: F401
                             SMEM_LIMIT, FusedKey, arrangement_of, fits, grid_size, plan_call,
                             rhs_chunk, shared_bytes, tail)
@@ -61,11 +70,12 @@ from ._fused_source import (_KERNEL, DiskCache, cache_key, default_cache_dir,  #
 from ._fused_toolchain import (EXTRA, FusedUnavailableError, _tools,  # noqa: F401
                                available, compile_kernel, missing_extra_message, suggested,
                                versions)
+from ._fused_warmup import ROUTINES, parse_sm, warmup  # noqa: F401
 
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
            "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
            "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT",
-           "plan_call", "LAYOUT", "LAYOUTS"]
+           "plan_call", "LAYOUT", "LAYOUTS", "ready", "warmup", "builds_awaited"]
 
 
 # --------------------------------------------------------------------------- backend routines

@@ -3,7 +3,8 @@
 One module per subcommand: ``info`` (versions, libraries, GPU), ``compare`` (torch vs
 the replay of its library calls), ``devices`` (the hello_cholesky workflow or one op on
 every GPU), ``sweep`` (timing sweeps of the methods), ``trace`` (which cuSOLVER / cuBLAS
-calls a program makes). Exit status: 0 = done / agreement, 1 = a MISMATCH (or a
+calls a program makes), ``diff`` (two traces call by call), ``warmup`` (compile the fused
+kernels ahead of time). Exit status: 0 = done / agreement, 1 = a MISMATCH (or a
 method that FAILED its check), 2 = bad usage or bad input (one line on stderr, never a
 traceback), 3 = an internal error (a bug: the traceback is shown). ``trace`` running a
 program passes the program's own exit status through.
@@ -30,6 +31,7 @@ COMMANDS = {
     "sweep": "time torch against faster methods over n / batch / dtype, checked",
     "trace": "trace cuSOLVER / cuBLAS API calls of a program or log",
     "diff": "compare two trace JSONs call by call (exit 0 equal, 1 different)",
+    "warmup": "compile the fused (cuSOLVERDx) kernels ahead of time",
 }
 
 

@@ -84,6 +84,11 @@ class Impl:
         The CUDA column with ``check=True``'s check computed in its own kernel (returns the
         check record, None when nothing is to report; one synchronization). None: the check
         runs after the CUDA column.
+    ready : callable or None
+        ``(x, upper, check) -> bool`` on a call's torch CUDA operand: whether the row can
+        serve this call now. False while what it needs is being prepared (a fused kernel
+        being compiled, :func:`cusolver_trace.backends.fused.ready`): ``auto`` then runs the
+        row of its next rule that is ready. None: always ready.
     workspace : float or None
         The CUDA column's peak device memory beyond its inputs, the result included, per
         matrix, in units of n² elements of the dtype (2.0: two n × n buffers); None: not
@@ -106,6 +111,7 @@ class Impl:
     cpu_flops: str = ""
     cuda_checked: Callable | None = None
     workspace: float | None = None
+    ready: Callable | None = None
 
     @property
     def gpu_only(self) -> bool:
@@ -189,8 +195,10 @@ class Table:
     rows : dict of str to Impl
         The methods, in order (a plain dict: tests may replace a row).
     auto : mapping of str to AutoRule
-        Which row ``method="auto"`` runs: the first rule whose conditions all hold wins.
-        Assign a new mapping to :attr:`auto` to try other rules; it is checked when used.
+        Which row ``method="auto"`` runs: the first rule whose conditions all hold wins,
+        and for a call (:meth:`resolve`'s ``call``) the first such rule whose row is ready
+        for it (:attr:`Impl.ready`). Assign a new mapping to :attr:`auto` to try other
+        rules; it is checked when used.
     can_run : callable, optional
         ``(method, n, dtype) -> bool``: whether ``auto`` may pick a row here (a row whose
         extra is missing, or whose kernel does not fit, is passed over: ``auto`` falls
@@ -230,11 +238,14 @@ class Table:
         except (KeyError, TypeError):
             raise ValueError(f"method must be one of {', '.join(self.names)}, got {name!r}") from None
 
-    def _auto(self, n: int, batch: int, dtype: str, dev: str) -> str:
-        """The row the rules pick, remembered per shape (walking the rules costs about 6 µs
-        of a call's host time): a memo entry holds while the rules (compared as a tuple,
-        element by element: the same rule objects short-circuit) and ``token()`` are those
-        it was made with, so a replaced or edited rule set is seen."""
+    def _auto(self, n: int, batch: int, dtype: str, dev: str) -> tuple:
+        """The rows of every rule that holds for the shape and can run, in the rules' order
+        (the first is ``auto``'s choice, the others its fallbacks while a row is not ready),
+        remembered per shape (walking the rules costs about 6 µs of a call's host time): a
+        memo entry holds while the rules (compared as a tuple, element by element: the same
+        rule objects short-circuit) and ``token()`` are those it was made with, so a replaced
+        or edited rule set is seen. Readiness is a property of each call, asked outside the
+        memo (:meth:`resolve`)."""
         token = self._token() if self._token is not None else None
         key = (n, batch, dtype, dev)
         try:
@@ -252,17 +263,25 @@ class Table:
         if unknown:
             raise ValueError(f"{self.operation}: auto names {unknown[0]!r}, which is not one of "
                              f"its methods ({', '.join(self.rows)})")
-        for rule in rules:
-            if rule.matches(n, batch, dtype, dev) and (
-                    self._can_run is None or self._can_run(rule.method, n, dtype)):
-                break
-        else:
+        chain = tuple(dict.fromkeys(
+            rule.method for rule in rules if rule.matches(n, batch, dtype, dev) and (
+                self._can_run is None or self._can_run(rule.method, n, dtype))))
+        if not chain:
             raise LookupError(f"{self.operation}: auto has no rule for n={n} batch={batch} "
                               f"{dtype} on {dev}")
         if len(self._memo) >= 4096:   # many distinct shapes: start over rather than grow
             self._memo.clear()
-        self._memo[key] = (rule.method, rules, token)
-        return rule.method
+        self._memo[key] = (chain, rules, token)
+        return chain
+
+    def _ready(self, chain: tuple, call: tuple) -> str:
+        """The first row of ``chain`` ready for ``call`` (:attr:`Impl.ready`); the first row
+        when none is (no rule to fall back on: the call waits for it)."""
+        for method in chain:
+            ready = self.rows[method].ready
+            if ready is None or ready(*call):
+                return method
+        return chain[0]
 
     def _fitting(self, method: str, n: int, batch: int, dtype: str, device: str) -> str:
         """``method``, or the ``"torch"`` row where ``method`` states more workspace than
@@ -281,19 +300,27 @@ class Table:
         return method if free is None or need <= free else "torch"
 
     def resolve(self, method: str, n: int, batch: int = 1, dtype="float64",
-                device="cuda") -> str:
+                device="cuda", call: tuple | None = None) -> str:
         """The row that runs for ``method`` on ``batch`` matrices of order ``n``.
 
         Parameters
         ----------
         method : str
-            One of :attr:`names`; ``"auto"`` is resolved by :attr:`auto`.
+            One of :attr:`names`; ``"auto"`` is resolved by :attr:`auto`, then, on CUDA,
+            becomes torch's row where the row picked states more workspace than torch's and
+            that does not fit in the device's free memory (:meth:`_fitting`).
         n, batch : int
             Matrix order and number of matrices.
         dtype : str or dtype
             float32, float64, complex64, complex128.
         device : str
-            ``"cuda"`` / ``"cpu"`` (or a device string such as ``"cuda:1"``).
+            ``"cuda"`` / ``"cpu"`` (or a device string such as ``"cuda:1"``: the device
+            whose free memory counts).
+        call : tuple, optional
+            ``(x, upper, check)`` of the call being resolved (x: its torch CUDA operand):
+            ``auto`` then runs the row of the first matching rule that is ready for it
+            (:attr:`Impl.ready`), and may start preparing the others (a fused kernel's
+            build). Without it, ``auto`` answers from the rules alone.
 
         Returns
         -------
@@ -320,7 +347,8 @@ class Table:
             raise ValueError(f"device must be 'cuda' or 'cpu' (or 'cuda:<index>'), got {device!r}")
         name = dtype_info(dtype).name   # TypeError for a dtype no method takes
         if method == "auto":
-            method = (self.auto_from or self)._auto(n, batch, name, dev)
+            chain = (self.auto_from or self)._auto(n, batch, name, dev)
+            method = self._ready(chain, call) if call is not None and n and batch else chain[0]
             if dev == "cuda":
                 method = self._fitting(method, n, batch, name, str(device))
         row = self.rows[method]

@@ -127,7 +127,8 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
                   lambda c, upper: fused().cholesky_inverse(c, upper), None, "inverse_potrs",
                   "cuSOLVERDx potrs (fused kernel)",
                   cuda_checked=lambda c, upper: fused().cholesky_inverse_checked(c, upper),
-                  workspace=1.0),
+                  workspace=1.0,
+                  ready=lambda c, upper, check: fused().ready("inverse", c, upper, check)),
     Impl("gemm_lauum", "recursive trtri into an identity buffer (cublas<t>trsm "
                   "blocks, trmm/gemm), then the lauum as one gemm per block row, on 2 streams",
                   _cu_plans("gemm_lauum"), _reference_inverse_plan, "potri",
@@ -160,8 +161,9 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
 #: 10000 x 8 / 100000 x 16 / 1000 x 32 / 1000 x 64 / 100 x 128: 0.06 / 0.28 / 0.18 / 0.55 /
 #: 0.53 / 0.69 of torch's time; float32 0.05 / 0.28 / 0.17 / 0.15 / 0.28 / 0.18 (batches of
 #: 100 and more, n <= 128, real types: the only ones measured). Shapes not measured fall through to
-#: torch. Update these rows from `cusolver-trace sweep`. To try other rules, assign a new
-#: mapping to ``cusolver_trace.routines.CHOLESKY_INVERSE.auto``.
+#: torch, and so does a call whose fused kernel is not built yet (its build runs in the
+#: background: Impl.ready). Update these rows from `cusolver-trace sweep`. To try other rules,
+#: assign a new mapping to ``cusolver_trace.routines.CHOLESKY_INVERSE.auto``.
 _AUTO = {
     "cpu: LAPACK potri (torch's CPU path)": AutoRule("potri", device="cpu"),
     "batches of 512 x 512": AutoRule("trsm_batched", device="cuda", batch_min=2, n_min=512,
@@ -207,7 +209,9 @@ METHOD_NAMES = CHOLESKY_INVERSE.names
 
 def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device="cuda") -> str:
     """The method :func:`cholesky_inverse` runs for ``method`` on ``batch`` matrices of order
-    ``n`` (:meth:`Table.resolve` of :data:`CHOLESKY_INVERSE`).
+    ``n`` (:meth:`Table.resolve` of :data:`CHOLESKY_INVERSE`), from the shape alone: where
+    ``auto`` picks ``fused``, a call runs the next rule's method until its kernel is built
+    (:func:`inverse_method` says what a call runs now).
 
     Raises
     ------
@@ -224,15 +228,24 @@ def resolve_method(method: str, n: int, batch: int = 1, dtype="float64", device=
     return CHOLESKY_INVERSE.resolve(method, n, batch, dtype, device)
 
 
-def inverse_method(L: ArrayLike, method: str = "auto") -> str:
-    """The method :func:`cholesky_inverse` runs for ``L`` and ``method`` (``auto`` resolved).
+def inverse_method(L: ArrayLike, method: str = "auto", *, upper: bool = False,
+                   check: bool = True) -> str:
+    """The method :func:`cholesky_inverse` runs now for ``L`` and ``method`` (``auto``
+    resolved).
 
     Parameters
     ----------
     L : array (..., n, n)
-        The factor (only its shape, dtype and device are used).
+        The factor (only its shape, dtype, device and memory order are used).
     method : str
         One of :data:`METHOD_NAMES`.
+    upper, check : bool
+        As the call's (the fused kernel differs with them).
+
+    ``auto``'s answer is for a call now: where its rule picks ``fused`` and the kernel the
+    call needs is not built yet (neither loaded nor in the disk cache), the call runs the next
+    rule's method (``torch``) while the kernel is built in the background, and this says so;
+    asking starts that build, as a call does.
 
     Returns
     -------
@@ -251,7 +264,9 @@ def inverse_method(L: ArrayLike, method: str = "auto") -> str:
     'potri'
     """
     c, n, batch = factor_operand(L)
-    return resolve_method(method, n, batch, c.dtype.name, device_of(c))
+    upper, check = flag(upper, "upper"), flag(check, "check")
+    return CHOLESKY_INVERSE.resolve(method, n, batch, c.dtype.name, device_of(c),
+                                    call=(c.data, upper, check) if c.on_gpu else None)
 
 
 def potri(L: ArrayLike, upper: bool = False, *, check: bool = True) -> Array:
@@ -346,7 +361,9 @@ def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs"
           whole batch of small matrices (n up to what shared memory holds).
         * ``"torch"`` — ``torch.cholesky_inverse`` itself.
         * ``"auto"`` — by shape from ``CHOLESKY_INVERSE.auto``; :func:`inverse_method`
-          says which method that is.
+          says which method that is. It never waits for a fused kernel to compile: until
+          the call's kernel is built (in the background; :func:`cusolver_trace.warmup`
+          builds ahead) the next rule's method runs.
     check : bool
         Raise when the factor has an exact zero on its diagonal, when its triangle
         holds NaN / Inf, or when the result has non-finite entries (one kernel and
@@ -390,7 +407,8 @@ def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs"
     """
     c, n, batch = factor_operand(L)
     upper, check = flag(upper, "upper"), flag(check, "check")
-    used = CHOLESKY_INVERSE.resolve(method, n, batch, c.dtype.name, device_of(c))
+    used = CHOLESKY_INVERSE.resolve(method, n, batch, c.dtype.name, device_of(c),
+                                    call=(c.data, upper, check) if c.on_gpu else None)
     batch_shape = c.batch_shape
     if n == 0 or batch == 0:
         return empty_result(c, c.shape, batch_shape)[0]

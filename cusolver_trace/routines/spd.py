@@ -117,7 +117,8 @@ def _rows():
                 name, "one cuSOLVERDx kernel: potrf, then potrs on the identity, the factor "
                 "never leaving shared memory (small n; the cuda13-fused extra)", _fused_cuda,
                 None, m.flops, m.mirrors, cuda_checked=lambda a, upper:
-                fused().potrf_inverse_checked(a, upper), workspace=1.0)
+                fused().potrf_inverse_checked(a, upper), workspace=1.0,
+                ready=lambda a, upper, check: fused().ready("potrf_inverse", a, upper, check))
             continue
         on_cuda, on_cpu = _then(name)
         rows[name] = Impl(name, f"potrf, then cholesky_inverse's {name!r}: {m.summary}",
@@ -143,7 +144,8 @@ def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
                        device="cuda") -> str:
     """What :func:`spd_inverse` runs for ``method`` (:meth:`Table.resolve` of
     :data:`SPD_INVERSE_TABLE`; ``"auto"``: potrf, then the ``cholesky_inverse`` row its
-    rules pick for the factor).
+    rules pick for the factor), from the shape alone (:func:`spd_inverse_method` says what a
+    call runs now, while a fused kernel is being built).
 
     Examples
     --------
@@ -155,15 +157,21 @@ def resolve_spd_method(method: str, n: int, batch: int = 1, dtype="float64",
     return SPD_INVERSE_TABLE.resolve(method, n, batch, dtype, device)
 
 
-def spd_inverse_method(A: ArrayLike, method: str = "auto") -> str:
-    """The method :func:`spd_inverse` runs for ``A`` and ``method`` (``auto`` resolved).
+def spd_inverse_method(A: ArrayLike, method: str = "auto", *, upper: bool = False,
+                       check: bool = True) -> str:
+    """The method :func:`spd_inverse` runs now for ``A`` and ``method`` (``auto`` resolved).
 
     Parameters
     ----------
     A : array (..., n, n)
-        Only its shape, dtype and device are used.
+        Only its shape, dtype, device and memory order are used.
     method : str
         One of :data:`SPD_INVERSE_METHODS`.
+    upper, check : bool
+        As the call's (the fused kernel differs with them).
+
+    As :func:`inverse_method`: while the fused kernel ``auto`` would run is being built (in
+    the background; asking starts it), the answer is the next rule's method (``torch``).
 
     Returns
     -------
@@ -178,7 +186,10 @@ def spd_inverse_method(A: ArrayLike, method: str = "auto") -> str:
     """
     a = operand(A, "A")
     n = require_square(a, "A")
-    return resolve_spd_method(method, n, math.prod(a.batch_shape), a.dtype.name, device_of(a))
+    upper, check = flag(upper, "upper"), flag(check, "check")
+    return SPD_INVERSE_TABLE.resolve(method, n, math.prod(a.batch_shape), a.dtype.name,
+                                     device_of(a), call=(a.data, upper, check) if a.on_gpu
+                                     else None)
 
 
 def _potrf_routine(used: str, dt, on_gpu: bool, batch: int) -> str:
@@ -212,7 +223,9 @@ def spd_inverse(A: ArrayLike, upper: bool = False, *, method: str = "auto",
         A row of :data:`SPD_INVERSE_TABLE` or ``"auto"``:
 
         * ``"auto"`` (default) — :func:`potrf` (torch's cuSOLVER choice), then the
-          :func:`cholesky_inverse` method that its ``"auto"`` picks for the factor;
+          :func:`cholesky_inverse` method that its ``"auto"`` picks for the factor; where
+          that is ``fused``, the one-kernel ``"fused"`` row below once its kernel is built
+          (``"torch"`` until then, while it builds in the background);
         * a ``cholesky_inverse`` row (``"potri"``, ``"rec_trtri_lauum"``,
           ``"gemm_lauum"``, …) — :func:`potrf`, then that method; except ``"fused"`` (GPU
           only, small n): one cuSOLVERDx kernel, potrf then potrs on the identity, the factor
@@ -271,7 +284,8 @@ def spd_inverse(A: ArrayLike, upper: bool = False, *, method: str = "auto",
     n = require_square(a, "A")
     batch_shape = a.batch_shape
     batch = math.prod(batch_shape)
-    used = resolve_spd_method(method, n, batch, a.dtype.name, device_of(a))
+    used = SPD_INVERSE_TABLE.resolve(method, n, batch, a.dtype.name, device_of(a),
+                                     call=(a.data, upper, check) if a.on_gpu else None)
     if n == 0 or batch == 0:
         return empty_result(a, a.shape, batch_shape)[0]
     row = SPD_INVERSE_TABLE.rows[used]

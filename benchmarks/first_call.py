@@ -1,0 +1,235 @@
+"""Issue 27, "no first-call stall": the first ``method="auto"`` call of a new shape on a cold
+kernel cache, against torch.
+
+    python3 benchmarks/first_call.py [--cases 1000x64,300x100] [--timeout 600]
+                                     [--json first_call.json] [--no-warmup]
+
+``XDG_CACHE_HOME`` points at a fresh temporary directory (``CUSOLVER_TRACE_CACHE`` unset):
+nothing is compiled. The process is first warmed on a shape ``auto`` sends to torch (CuPy,
+cuSOLVER's handles, the check kernel), and the ``cuda13-fused`` extra is imported (its
+seconds reported): what is measured is the first call of a new shape, not the first call of
+the process. Then, per case (float64 batch x n; A SPD, L = ``torch.linalg.cholesky(A)``):
+
+1. ``torch.cholesky_inverse(L)``, warm: the median wall time of synchronized calls;
+2. the first ``cusolver_trace.cholesky_inverse(L, method="auto")``: wall time, synchronized.
+   Goal: at most 2 x torch's (``auto`` runs torch's path while the fused kernel is built in
+   the background), and the result passes LAPACK's pot03 < 30;
+3. calls again in a loop until ``cusolver_trace.inverse_method(L, "auto")`` says ``fused``:
+   after how many calls and seconds (``--timeout``);
+4. the 10th call after that: which method runs (goal: fused), its wall time, pot03.
+
+Then ``cusolver-trace warmup`` of the default kernel list in a fresh process on another cold
+cache: the wall time in all and, per kernel, cached / compiled and the seconds of each stage.
+Prints a table and writes JSON. Exit 0 when every goal is met, 1 otherwise, 2 where it cannot
+run (no GPU, no extra). Uses only public entry points. Needs a GPU and the extra.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CASES = ((1000, 64), (300, 100))
+RATIO_GOAL = 2.0
+AFTER = 10   # the call after readiness that is checked
+
+
+def parse_cases(text: str) -> list[tuple[int, int]]:
+    """``"1000x64,300x100"`` -> ``[(1000, 64), (300, 100)]`` (batch x n, each >= 1)."""
+    out = []
+    for part in text.split(","):
+        bits = part.split("x")
+        if len(bits) != 2 or not all(b.isdigit() and int(b) >= 1 for b in bits):
+            raise ValueError(f"a case is BATCHxN with both >= 1, got {part!r}")
+        out.append((int(bits[0]), int(bits[1])))
+    return out
+
+
+def cold_env(root: str) -> dict:
+    """The environment of a process whose kernel cache is ``root`` (empty)."""
+    env = dict(os.environ, XDG_CACHE_HOME=root)
+    env.pop("CUSOLVER_TRACE_CACHE", None)
+    return env
+
+
+def wall(torch, fn) -> tuple[float, object]:
+    """``(seconds, result)`` of one synchronized call."""
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t, out
+
+
+def measure_case(torch, ct, checks, batch: int, n: int, timeout: float) -> dict:
+    g = torch.Generator(device="cuda").manual_seed(n)
+    G = torch.randn(batch, n, n, device="cuda", dtype=torch.float64, generator=g)
+    A = G @ G.mT / n + torch.eye(n, device="cuda", dtype=torch.float64)
+    del G
+    L = torch.linalg.cholesky(A)
+    row = {"batch": batch, "n": n, "dtype": "float64"}
+    for _ in range(3):
+        wall(torch, lambda: torch.cholesky_inverse(L))
+    row["torch_s"] = statistics.median(wall(torch, lambda: torch.cholesky_inverse(L))[0]
+                                       for _ in range(20))
+    row["first_auto_s"], X = wall(torch, lambda: ct.cholesky_inverse(L, method="auto"))
+    row["method_after_first"] = ct.inverse_method(L, "auto")   # torch: the kernel is building
+    row["first_pot03"] = float(checks.pot03(A, X))
+    row["ratio"] = row["first_auto_s"] / row["torch_s"]
+    start, calls = time.perf_counter(), 1
+    while ct.inverse_method(L, "auto") != "fused":
+        if time.perf_counter() - start > timeout:
+            row.update(calls_until_fused=None, s_until_fused=None)
+            return row
+        wall(torch, lambda: ct.cholesky_inverse(L, method="auto"))
+        calls += 1
+        time.sleep(0.05)
+    row["calls_until_fused"] = calls
+    row["s_until_fused"] = time.perf_counter() - start
+    for _ in range(AFTER - 1):
+        wall(torch, lambda: ct.cholesky_inverse(L, method="auto"))
+    row["after_method"] = ct.inverse_method(L, "auto")
+    row["after_s"], X = wall(torch, lambda: ct.cholesky_inverse(L, method="auto"))
+    row["after_pot03"] = float(checks.pot03(A, X))
+    return row
+
+
+def run_warmup(timeout: float) -> dict:
+    """``cusolver-trace warmup`` (the default list) in a fresh process on a cold cache."""
+    with tempfile.TemporaryDirectory(prefix="first-call-warmup-") as root:
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "cusolver_trace", "warmup", "--json", "-"],
+                           capture_output=True, text=True, timeout=timeout, env=cold_env(root))
+        seconds = time.perf_counter() - t
+    if p.returncode != 0:
+        return {"exit": p.returncode, "wall_s": seconds, "error": p.stderr.strip()[-2000:]}
+    return {"exit": 0, "wall_s": seconds, **summarize_warmup(json.loads(p.stdout)["kernels"])}
+
+
+def summarize_warmup(kernels: list[dict]) -> dict:
+    """Counts, the compile seconds summed (over the worker processes), the slowest kernel
+    and each stage's seconds summed over the compiled kernels."""
+    compiled = [k for k in kernels if k["status"] == "compiled"]
+    stages: dict = {}
+    for k in compiled:
+        for s, v in k["stages"].items():
+            stages[s] = stages.get(s, 0.0) + v
+    slow = max(compiled, key=lambda k: k["seconds"], default=None)
+    return {"kernels": kernels, "count": len(kernels), "compiled": len(compiled),
+            "cached": sum(k["status"] == "cached" for k in kernels),
+            "failed": sum(k["status"] == "failed" for k in kernels),
+            "compile_s": sum(k["seconds"] for k in compiled),
+            "suggested_s": sum(k["suggested_s"] for k in kernels),
+            "slowest": None if slow is None else
+            f"{slow['op']} n={slow['n']} {slow['dtype']}: {slow['seconds']:.1f} s",
+            "stage_s": stages}
+
+
+def goals(results: dict) -> list[tuple[str, str, bool]]:
+    """``(what, value, met)`` per goal."""
+    out = []
+    for r in results["cases"]:
+        case = f"{r['batch']} x {r['n']}"
+        out.append((f"{case}: first auto call / torch (goal <= {RATIO_GOAL:g})",
+                    f"{r['ratio']:.2f}", r["ratio"] <= RATIO_GOAL and r["first_pot03"] < 30))
+        ok = r.get("calls_until_fused") is not None
+        out.append((f"{case}: auto runs fused once built",
+                    f"after {r['calls_until_fused']} calls, {r['s_until_fused']:.1f} s" if ok
+                    else "not within the timeout", ok))
+        if ok:
+            out.append((f"{case}: call {AFTER} after that",
+                        f"{r['after_method']}, {r['after_s'] * 1e3:.3f} ms",
+                        r["after_method"] == "fused" and r["after_pot03"] < 30))
+    w = results.get("warmup")
+    if w is not None:
+        out.append(("warmup of the default list (cold cache, fresh process)",
+                    f"{w['wall_s']:.1f} s" + (f", {w['compiled']} compiled, {w['failed']} failed"
+                                               if w["exit"] == 0 else f", exit {w['exit']}"),
+                    w["exit"] == 0))
+    return out
+
+
+def table(results: dict) -> str:
+    """The results as Markdown."""
+    lines = [f"{results.get('device', '?')}, torch {results.get('torch', '?')}; the extra's "
+             f"import: {results.get('extra_import_s', float('nan')):.2f} s", "",
+             "| case | torch warm ms | first auto ms | ratio | auto then | calls until fused | "
+             "s until fused | call 10 after | ms |", "|---" * 9 + "|"]
+    for r in results["cases"]:
+        until = r.get("calls_until_fused")
+        lines.append(
+            f"| {r['batch']} x {r['n']} | {r['torch_s'] * 1e3:.3f} | "
+            f"{r['first_auto_s'] * 1e3:.3f} | {r['ratio']:.2f} | {r['method_after_first']} | "
+            f"{'-' if until is None else until} | "
+            f"{'-' if until is None else format(r['s_until_fused'], '.1f')} | "
+            f"{r.get('after_method', '-')} | "
+            f"{format(r['after_s'] * 1e3, '.3f') if 'after_s' in r else '-'} |")
+    w = results.get("warmup")
+    if w is not None and w["exit"] == 0:
+        lines += ["", f"warmup: {w['count']} kernels in {w['wall_s']:.1f} s ({w['compiled']} "
+                  f"compiled, {w['cached']} cached, {w['failed']} failed; {w['compile_s']:.1f} s "
+                  f"of compiling over the processes, slowest {w['slowest']}); stages summed: "
+                  + ", ".join(f"{s} {v:.1f} s" for s, v in w["stage_s"].items()), "",
+                  "| op | n | dtype | status | s | suggested s | stages |", "|---" * 7 + "|"]
+        for k in w["kernels"]:
+            lines.append(f"| {k['op']} | {k['n']} | {k['dtype']} | {k['status']} | "
+                         f"{k['seconds']:.1f} | {k['suggested_s']:.2f} | "
+                         + ", ".join(f"{s} {v:.2f}" for s, v in k["stages"].items()) + " |")
+    elif w is not None:
+        lines += ["", f"warmup: exit {w['exit']}: {w.get('error', '')}"]
+    lines += ["", "| goal | value | met |", "|---|---|---|"]
+    lines += [f"| {what} | {value} | {'yes' if met else 'NO'} |"
+              for what, value, met in goals(results)]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", type=parse_cases, default=list(CASES), help="BATCHxN,... (float64)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds to wait for auto to run fused, per case, and for the warm-up")
+    p.add_argument("--json", default="first_call.json", help="where to write the results")
+    p.add_argument("--no-warmup", action="store_true", help="skip timing cusolver-trace warmup")
+    args = p.parse_args(argv)
+    cache = tempfile.mkdtemp(prefix="first-call-")
+    os.environ.update(cold_env(cache))      # before any kernel is looked for
+    os.environ.pop("CUSOLVER_TRACE_CACHE", None)   # (it would win over XDG_CACHE_HOME)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("first_call: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    import cusolver_trace as ct
+    from cusolver_trace import checks, routines
+
+    t = time.perf_counter()   # the extra, imported where auto first reaches its fused rule
+    picks = routines.resolve_method("auto", 64, 1000, "float64", "cuda")
+    results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+               "cache": cache, "extra_import_s": time.perf_counter() - t, "cases": []}
+    if picks != "fused":
+        print("first_call: auto does not pick fused here (is the cuda13-fused extra installed? "
+              "pip install 'cusolver-trace[cuda13-fused]')", file=sys.stderr)
+        return 2
+    small = torch.linalg.cholesky(torch.eye(8, dtype=torch.float64, device="cuda").expand(10, 8, 8)
+                                  * 2)
+    for _ in range(3):   # the process warmed on a shape auto sends to torch (and its check)
+        wall(torch, lambda: ct.cholesky_inverse(small, method="auto"))
+    for batch, n in args.cases:
+        results["cases"].append(measure_case(torch, ct, checks, batch, n, args.timeout))
+        torch.cuda.empty_cache()
+    if not args.no_warmup:
+        results["warmup"] = run_warmup(args.timeout)
+    print(table(results))
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"wrote {args.json}")
+    return 0 if all(met for _, _, met in goals(results)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""Which kernel a call needs, and building it (no GPU needed).
+
+:func:`make_key` picks one kernel's :class:`FusedKey` from a :class:`Request` (the tuned
+choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a built kernel
+(in this process's builds, then in the disk cache); :func:`build` compiles one and stores it.
+:func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now, and
+when it cannot, its build starts on the one background thread (once per kernel); a failed
+build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
+to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
+build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
+being compiled waits for that one compile (it lands in the disk cache) and drops the queued
+ones. Every public name is imported from :mod:`cusolver_trace.backends.fused`.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import queue
+import threading
+from concurrent.futures import CancelledError, Future
+from typing import NamedTuple
+
+from . import _fused_toolchain as _toolchain
+from ._fused_layout import CUSOLVERDX_STATIC_SMEM, SMEM_LIMIT, FusedKey, rhs_chunk
+from ._fused_source import DiskCache, cache_key
+
+
+class Request(NamedTuple):
+    """One kernel as a call asks for it: :func:`make_key`'s arguments (the launch shape is
+    not decided yet: it may need cuSOLVERDx's suggestion). ``sm`` and ``limit`` are the
+    GPU's compute capability and shared memory per block."""
+
+    op: str
+    n: int
+    nrhs: int
+    dtype: str
+    upper: bool
+    arr_a: str
+    arr_b: str
+    sm: tuple
+    limit: int = SMEM_LIMIT
+    batches_per_block: int | None = None
+    block: tuple | None = None
+    conj: bool = False
+    pad: int | None = None
+    check: bool = False
+
+
+def make_key(op: str, n: int, nrhs: int, dtype: str, upper: bool, arr_a: str, arr_b: str,
+             sm: tuple, limit: int = SMEM_LIMIT, batches_per_block: int | None = None,
+             block: tuple | None = None, conj: bool = False, pad: int | None = None,
+             check: bool = False, *, ask: bool = True) -> FusedKey | None:
+    """The :class:`FusedKey` for one call: batches per block, block size and padding as
+    given, else the tuned choice of :data:`TUNED` for ``(op, n, dtype)`` where there is one,
+    else cuSOLVERDx's suggestion (padding 0); batches per block lowered until the block fits
+    in ``limit`` bytes of shared memory (less :data:`CUSOLVERDX_STATIC_SMEM`). ``ask=False``:
+    None where the suggestion is needed and not yet known (libmathdx is not asked: that
+    takes ~0.3 s)."""
+    limit = limit - CUSOLVERDX_STATIC_SMEM
+    t_bpb, t_block, t_pad = TUNED.get((op, n, dtype), (None, None, 0))
+    pad = t_pad if pad is None else pad
+    if batches_per_block is None or block is None:
+        if batches_per_block is None and block is None and t_bpb is not None:
+            s_bpb, s_block = t_bpb, t_block
+        else:
+            hint = _toolchain.suggested(op, n, nrhs, dtype, upper, sm, ask=ask)
+            if hint is None:
+                return None
+            s_bpb, s_block = hint
+        batches_per_block = batches_per_block or s_bpb
+        block = tuple(block) if block is not None else tuple(s_block)
+    bpb = int(batches_per_block)
+    while True:
+        try:
+            kc = rhs_chunk(op, n, nrhs, dtype, bpb, limit, pad, arr_b)
+            if op == "potrf" or kc == nrhs or bpb == 1:
+                break
+        except ValueError:
+            if bpb == 1:
+                raise
+        bpb = max(1, bpb // 2)
+    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+    return FusedKey(op, n, nrhs if op != "potrf" else 0, kc, dtype, bool(upper), arr_a, arr_b,
+                    bpb, block, tuple(sm), bool(conj), int(pad), bool(check))
+
+
+#: Tuned ``(batches_per_block, block, pad)`` per ``(op, n, dtype)``: the fastest candidate of
+#: ``devrun/fused/cases.py``'s TUNE list (CUDA-event medians, H200, torch 2.11, 2026-12-01;
+#: batches 100000 x 4, 10000 x 8, 100000 x 16, 1000 x 32, 1000 x 64, 100 x 128, the inverse
+#: from a column-major factor, A -> A^-1 from a row-major A), kept where it beat
+#: cuSOLVERDx's suggestion by more than 3 %. ``(None, None, pad)``: the suggestion with that
+#: padding. Shapes not listed (other n, the complex types, potrf, solve) use the suggestion.
+#: Reproduce with ``bash devrun/fused/run.sh timing float64,float32``.
+TUNED: dict = {
+    ("inverse", 4, "float64"): (32, (32,), 1),       # 0.0321 ms vs 0.0355 suggested
+    ("inverse", 8, "float64"): (4, (32,), 0),        # 0.0278 vs 0.0286
+    ("inverse", 16, "float64"): (4, (64,), 0),       # 0.1615 vs 0.1996
+    ("inverse", 32, "float64"): (4, (128,), 0),      # 0.0320 vs 0.0581
+    ("inverse", 64, "float64"): (None, None, 1),     # 0.0750 vs 0.0852
+    ("inverse", 4, "float32"): (32, (32,), 1),       # 0.0275 vs 0.0371
+    ("inverse", 16, "float32"): (4, (64,), 0),       # 0.1240 vs 0.1437
+    ("inverse", 32, "float32"): (4, (128,), 0),      # 0.0314 vs 0.0337
+    ("inverse", 64, "float32"): (1, (256,), 0),      # 0.1096 vs 0.2463
+    ("inverse", 128, "float32"): (1, (256,), 0),     # 0.0769 vs 0.2866
+    ("potrf_inverse", 8, "float64"): (8, (64,), 1),  # 0.0258
+    ("potrf_inverse", 16, "float64"): (4, (64,), 0),  # 0.2679
+    ("potrf_inverse", 32, "float64"): (1, (128,), 1),  # 0.0321
+    ("potrf_inverse", 64, "float64"): (None, None, 1),  # 0.1297 vs 0.2157
+    ("potrf_inverse", 128, "float64"): (1, (256,), 0),  # 0.3081 vs 1.3160 (second run)
+    ("potrf_inverse", 4, "float32"): (32, (32,), 1),  # 0.0270
+    ("potrf_inverse", 8, "float32"): (8, (64,), 0),  # 0.0264
+    ("potrf_inverse", 16, "float32"): (4, (64,), 0),  # 0.1802
+    ("potrf_inverse", 64, "float32"): (1, (256,), 0),  # 0.2194 vs 0.3137
+    ("potrf_inverse", 128, "float32"): (1, (256,), 0),  # 0.1361 vs 0.5981
+}
+
+
+def digest(key: FusedKey) -> str:
+    """The disk-cache name of ``key``'s kernel with this process's library versions."""
+    return cache_key(key, _toolchain.versions())
+
+
+def cached(key: FusedKey):
+    """``(cubin, meta)`` of ``key``'s kernel where it is built (by this process, or in the
+    disk cache), else None."""
+    name = digest(key)
+    hit = _BUILT.get(name)
+    return hit if hit is not None else DiskCache().load(name)
+
+
+def build(key: FusedKey) -> tuple[bytes, dict]:
+    """Compile ``key``'s kernel (:func:`compile_kernel`) and keep it: on disk and in this
+    process (so that a disk that cannot be written does not make it compile again).
+
+    Raises
+    ------
+    FusedUnavailableError, RuntimeError
+        As :func:`compile_kernel`.
+    """
+    cubin, meta = _toolchain.compile_kernel(key)
+    name = digest(key)
+    DiskCache().store(name, cubin, meta)
+    keep(name, cubin, meta)
+    return cubin, meta
+
+
+def keep(name: str, cubin: bytes, meta: dict) -> None:
+    """Hold a kernel built here (or by a warm-up worker process) for :func:`cached`."""
+    _BUILT[name] = (cubin, meta)
+
+
+_BUILT: dict = {}   # digest -> (cubin, meta): the kernels this process built
+
+
+# --------------------------------------------------------------------------- background builds
+def ready(req: Request) -> bool:
+    """Whether ``req``'s kernel can be loaded now without compiling (built by this process or
+    in the disk cache). When it cannot, its build is queued for the background thread (once:
+    later calls find it queued, running, built or failed) and the answer is False until it
+    has been built; a build that failed stays False (the error is kept in :data:`_JOBS`).
+    Asks neither libmathdx nor a compiler on the calling thread; waits only within
+    :func:`builds_awaited`."""
+    job = _JOBS.get(req)
+    if job is None:
+        with _JOBS_LOCK:
+            job = _JOBS.get(req)
+            if job is None:
+                job = _JOBS[req] = Future()
+                try:
+                    key = make_key(*req, ask=False)
+                    found = key is not None and cached(key) is not None
+                except Exception as exc:   # no kernel to build (it does not fit): remembered
+                    job.set_exception(exc)
+                    return False
+                if found:
+                    job.set_result(key)
+                    return True
+                _QUEUE.put((req, job))
+                _start_worker()
+                if not getattr(_AWAIT, "on", False):
+                    return False   # this call runs the next rule, however soon the build ends
+    if not job.done() and getattr(_AWAIT, "on", False):
+        with contextlib.suppress(CancelledError):
+            job.exception()   # waits for the build
+    return job.done() and not job.cancelled() and job.exception() is None
+
+
+@contextlib.contextmanager
+def builds_awaited():
+    """Within this block (on this thread), :func:`ready` waits for the build it starts or
+    finds under way instead of answering False: ``auto`` then runs what it runs once its
+    kernels are built. For measuring ``auto`` (``cusolver-trace sweep``), not for serving
+    calls.
+
+    Examples
+    --------
+    >>> with builds_awaited():   # doctest: +SKIP
+    ...     ct.cholesky_inverse(L, method="auto")   # compiles first where it must
+    """
+    before = getattr(_AWAIT, "on", False)
+    _AWAIT.on = True
+    try:
+        yield
+    finally:
+        _AWAIT.on = before
+
+
+_AWAIT = threading.local()
+
+
+def take_over(req: Request) -> Future | None:
+    """For a call that needs ``req``'s kernel now: a build of it still queued is cancelled
+    and forgotten (the caller compiles it itself); a running one is returned, to wait on;
+    None when there is nothing to wait for."""
+    with _JOBS_LOCK:
+        job = _JOBS.get(req)
+        if job is None or job.done():
+            return None
+        if job.cancel():
+            del _JOBS[req]
+            return None
+        return job
+
+
+def forget_failure(req: Request) -> None:
+    """Forget a failed background build of ``req`` (:func:`warmup` has built the kernel
+    since): the next :func:`ready` looks again."""
+    with _JOBS_LOCK:
+        job = _JOBS.get(req)
+        if job is not None and job.done() and (job.cancelled() or job.exception() is not None):
+            del _JOBS[req]
+
+
+def _work(jobs: queue.SimpleQueue) -> None:
+    """The background thread: build the kernels queued on ``jobs``, one after the other."""
+    while True:
+        req, job = jobs.get()
+        if _CLOSING or not job.set_running_or_notify_cancel():
+            job.cancel()
+            continue
+        try:
+            key = make_key(*req)
+            if cached(key) is None:
+                build(key)
+        except BaseException as exc:   # remembered, never raised in a caller's thread; the
+            job.set_exception(exc)     # thread lives on (no job is left running forever)
+        else:
+            job.set_result(key)
+
+
+def _start_worker() -> None:
+    global _WORKER
+    if _WORKER is None or not _WORKER.is_alive():
+        # a daemon thread, stopped by _at_exit: ThreadPoolExecutor's would be joined at exit,
+        # after every queued build
+        _WORKER = threading.Thread(target=_work, args=(_QUEUE,), daemon=True,
+                                   name="cusolver-trace fused builds")
+        _WORKER.start()
+        if not _EXIT_HOOK:
+            atexit.register(_at_exit)
+            _EXIT_HOOK.append(True)
+
+
+def _at_exit() -> None:
+    """At interpreter exit: the queued builds are dropped and the running one, if any, is
+    waited for (at most one compile), so that the compilers' native libraries are never torn
+    down under a build; that kernel is then in the disk cache for the next process."""
+    global _CLOSING
+    _CLOSING = True
+    for job in list(_JOBS.values()):
+        job.cancel()   # the queued ones; a running build cannot be cancelled
+    for job in list(_JOBS.values()):
+        if job.running():
+            job.exception()
+
+
+_CLOSING = False   # set at exit: the worker starts no further build
+_EXIT_HOOK: list = []
+
+
+_JOBS: dict = {}   # Request -> Future: the FusedKey once built, or the build's exception
+_JOBS_LOCK = threading.Lock()
+_QUEUE: queue.SimpleQueue = queue.SimpleQueue()
+_WORKER: threading.Thread | None = None

@@ -1,0 +1,124 @@
+"""benchmarks/first_call.py (the GPU check of issue 27's "no first-call stall") on the CPU:
+its parsing, the warm-up summary, the goals and the table from recorded-shape results, and
+its refusal where it cannot run. The measurement itself needs a GPU and the cuda13-fused
+extra."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("first_call",
+                                                  ROOT / "benchmarks" / "first_call.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+KERNELS = [
+    {"op": "cholesky_inverse", "kernel": "inverse", "n": 64, "dtype": "float64", "upper": False,
+     "check": True, "sm": "9.0", "status": "compiled", "seconds": 21.5, "suggested_s": 0.3,
+     "stages": {"libmathdx_potrs": 12.0, "nvrtc": 2.5, "fatbin": 0.4, "nvjitlink": 6.3},
+     "error": None},
+    {"op": "spd_inverse", "kernel": "potrf_inverse", "n": 8, "dtype": "float32", "upper": False,
+     "check": True, "sm": "9.0", "status": "compiled", "seconds": 9.0, "suggested_s": 0.0,
+     "stages": {"libmathdx_potrf": 3.0, "libmathdx_potrs": 3.0, "nvrtc": 1.0, "fatbin": 0.0,
+                "nvjitlink": 2.0}, "error": None},
+    {"op": "spd_inverse", "kernel": "potrf_inverse", "n": 4, "dtype": "float32", "upper": False,
+     "check": True, "sm": "9.0", "status": "cached", "seconds": 0.01, "suggested_s": 0.0,
+     "stages": {}, "error": None},
+]
+
+
+def _case(**kw):
+    row = {"batch": 1000, "n": 64, "dtype": "float64", "torch_s": 0.0003, "first_auto_s": 0.0005,
+           "method_after_first": "torch", "first_pot03": 0.4, "ratio": 0.0005 / 0.0003,
+           "calls_until_fused": 412, "s_until_fused": 22.1, "after_method": "fused",
+           "after_s": 0.0002, "after_pot03": 0.5}
+    row.update(kw)
+    return row
+
+
+def test_parse_cases():
+    mod = _script()
+    assert mod.parse_cases("1000x64,300x100") == [(1000, 64), (300, 100)]
+    for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", ""):
+        with pytest.raises(ValueError):
+            mod.parse_cases(bad)
+
+
+def test_cold_env_names_only_the_fresh_cache(monkeypatch):
+    monkeypatch.setenv("CUSOLVER_TRACE_CACHE", "/somewhere/warm")
+    env = _script().cold_env("/tmp/cold")
+    assert env["XDG_CACHE_HOME"] == "/tmp/cold" and "CUSOLVER_TRACE_CACHE" not in env
+
+
+def test_warmup_summary():
+    s = _script().summarize_warmup(KERNELS)
+    assert (s["count"], s["compiled"], s["cached"], s["failed"]) == (3, 2, 1, 0)
+    assert s["compile_s"] == pytest.approx(30.5) and s["suggested_s"] == pytest.approx(0.3)
+    assert s["slowest"] == "cholesky_inverse n=64 float64: 21.5 s"
+    assert s["stage_s"] == pytest.approx({"libmathdx_potrs": 15.0, "nvrtc": 3.5, "fatbin": 0.4,
+                                          "nvjitlink": 8.3, "libmathdx_potrf": 3.0})
+
+
+def test_goals_and_table():
+    mod = _script()
+    results = {"device": "NVIDIA H200", "torch": "2.11.0", "extra_import_s": 1.2,
+               "cases": [_case(), _case(batch=300, n=100, first_auto_s=0.0009, ratio=3.0)],
+               "warmup": {"exit": 0, "wall_s": 48.0, **mod.summarize_warmup(KERNELS)}}
+    got = {what: (value, met) for what, value, met in mod.goals(results)}
+    assert got["1000 x 64: first auto call / torch (goal <= 2)"] == ("1.67", True)
+    assert got["300 x 100: first auto call / torch (goal <= 2)"] == ("3.00", False)
+    assert got["1000 x 64: auto runs fused once built"] == ("after 412 calls, 22.1 s", True)
+    assert got["1000 x 64: call 10 after that"] == ("fused, 0.200 ms", True)
+    assert got["warmup of the default list (cold cache, fresh process)"][1]
+    text = mod.table(results)
+    assert "| 1000 x 64 | 0.300 | 0.500 | 1.67 | torch | 412 | 22.1 | fused | 0.200 |" in text
+    assert "warmup: 3 kernels in 48.0 s (2 compiled, 1 cached, 0 failed" in text
+    assert "| 300 x 100: first auto call / torch (goal <= 2) | 3.00 | NO |" in text
+    # a case that never switched, a bad first result and a warm-up that failed are not met
+    results["cases"] = [_case(calls_until_fused=None, s_until_fused=None, first_pot03=float("nan"))]
+    for key in ("after_method", "after_s", "after_pot03"):
+        results["cases"][0].pop(key)
+    results["warmup"] = {"exit": 2, "wall_s": 3.0, "error": "no GPU"}
+    assert [met for _, _, met in mod.goals(results)] == [False, False, False]
+    assert "not within the timeout" in mod.table(results) and "warmup: exit 2" in mod.table(results)
+
+
+def test_run_warmup_reads_the_commands_json(monkeypatch):
+    mod = _script()
+    seen = {}
+
+    def fake_run(argv, **kw):
+        seen.update(argv=argv, env=kw["env"])
+        return subprocess.CompletedProcess(argv, 0, json.dumps({"kernels": KERNELS}), "")
+    monkeypatch.setattr(mod.subprocess, "run", fake_run)
+    w = mod.run_warmup(60)
+    assert seen["argv"][1:] == ["-m", "cusolver_trace", "warmup", "--json", "-"]
+    assert seen["env"]["XDG_CACHE_HOME"].split("/")[-1].startswith("first-call-warmup-")
+    assert w["exit"] == 0 and w["compiled"] == 2
+    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 2, "", "cusolver-trace warmup: error: needs the extra"))
+    assert mod.run_warmup(60) == {"exit": 2, "wall_s": pytest.approx(0, abs=60),
+                                  "error": "cusolver-trace warmup: error: needs the extra"}
+
+
+def test_without_a_gpu_it_says_so(monkeypatch, tmp_path, capsys):
+    import tempfile
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))   # restored after main changes it
+    monkeypatch.delenv("CUSOLVER_TRACE_CACHE", raising=False)
+    assert _script().main(["--json", str(tmp_path / "out.json")]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err

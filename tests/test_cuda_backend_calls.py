@@ -227,6 +227,20 @@ def raw(monkeypatch):
 
     monkeypatch.setattr(_context.GpuContext, "cupy_stream", cupy_stream)
     monkeypatch.setattr(_context._local, "ctxs", {}, raising=False)
+
+    def mirror_triangle(w, upper, dt=None):   # the CuPy-launched kernel, on host memory
+        assert fake.in_cupy_stream, "mirror_triangle launches on CuPy's current stream"
+        fake.calls.append(("mirror_triangle", {"upper": upper}))
+        x = w.mT   # the matrices the column-major storage holds
+        tri = x.triu() if upper else x.tril()
+        full = tri + (x.triu(1) if upper else x.tril(-1)).mH
+        if full.is_complex():
+            full.diagonal(dim1=-2, dim2=-1).imag.zero_()
+        x.copy_(full)
+
+    from cusolver_trace.backends import cuda_plans
+
+    monkeypatch.setattr(cuda_plans, "mirror_triangle", mirror_triangle)
     fake.stream = stream
     return fake
 
@@ -298,8 +312,9 @@ def test_other_bufferSize_answers_asked_once_per_key(raw):
         cuda.potri(L, False)
         cuda.trtri(L, False, False)
         cuda.trtri(L, False, True)    # another diag: its own answer
-    assert raw.names() == ["potri_bufferSize", "potri", "Xtrtri_bufferSize", "Xtrtri",
-                           "Xtrtri_bufferSize", "Xtrtri", "potri", "Xtrtri", "Xtrtri"]
+    assert raw.names() == ["potri_bufferSize", "potri", "mirror_triangle", "Xtrtri_bufferSize",
+                           "Xtrtri", "Xtrtri_bufferSize", "Xtrtri", "potri", "mirror_triangle",
+                           "Xtrtri", "Xtrtri"]
 
 
 def test_stream_set_only_when_torchs_stream_changes(raw):

@@ -115,6 +115,7 @@ def fake(monkeypatch, tmp_path):
     for name, value in (("_JOBS", {}), ("_BUILT", {}), ("_WORKER", None), ("_CLOSING", False)):
         monkeypatch.setattr(B, name, value)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
+    monkeypatch.setattr(B, "_BUILD_IN", B.build_here)   # the fakes live in this process
     for name in ("_MODULES", "_CALLS", "_WARNED"):
         monkeypatch.setattr(L, name, type(getattr(L, name))())
     monkeypatch.setattr(L, "_DEVICE", {0: (SM, LIMIT), 1: (SM, LIMIT)})
@@ -635,3 +636,27 @@ def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake
     assert [k.n for k in fake.keys] == [64]
     assert F.ready("inverse", FakeCuda(16), False, True) is False     # queued, never started
     assert not any(k.n == 16 for k in fake.keys)
+
+
+def test_the_build_process_answers_and_is_reused_and_replaced(monkeypatch, tmp_path):
+    """The real build process (no fakes reach it): here, without the extra, its build fails
+    with the missing extra's message, the same process serves the next request, and a build
+    process that died is replaced."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(B, "_CHILD", None)
+    if T.available() is None:
+        pytest.skip("the extra is installed here: a real build would compile")
+    req = B.Request("inverse", 8, 8, "float64", False, "row_major", "row_major", SM, LIMIT)
+    with pytest.raises(RuntimeError, match="cuda13-fused"):
+        B.build_in_child(req)
+    first = B._CHILD.proc.pid
+    with pytest.raises(RuntimeError, match="cuda13-fused"):
+        B.build_in_child(req)
+    assert B._CHILD.proc.pid == first
+    B._CHILD.proc.kill()
+    B._CHILD.proc.wait()
+    with pytest.raises(RuntimeError, match="cuda13-fused"):
+        B.build_in_child(req)
+    assert B._CHILD.proc.pid != first
+    B._CHILD._out.close()   # the child ends when its request pipe closes
+    assert B._CHILD.proc.wait(timeout=60) == 0

@@ -4,7 +4,8 @@
 choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a built kernel
 (in this process's builds, then in the disk cache); :func:`build` compiles one and stores it.
 :func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now, and
-when it cannot, its build starts on the one background thread (once per kernel); a failed
+when it cannot, its build starts in the background (once per kernel: one thread here hands
+the builds, one after the other, to one build process, :func:`build_in_child`); a failed
 build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
 to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
 build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
@@ -232,20 +233,126 @@ def forget_failure(req: Request) -> None:
 
 
 def _work(jobs: queue.SimpleQueue) -> None:
-    """The background thread: build the kernels queued on ``jobs``, one after the other."""
+    """The background thread: build the kernels queued on ``jobs``, one after the other
+    (through :data:`_BUILD_IN`)."""
     while True:
         req, job = jobs.get()
         if _CLOSING or not job.set_running_or_notify_cancel():
             job.cancel()
             continue
         try:
-            key = make_key(*req)
-            if cached(key) is None:
-                build(key)
+            key = _BUILD_IN(req)
         except BaseException as exc:   # remembered, never raised in a caller's thread; the
             job.set_exception(exc)     # thread lives on (no job is left running forever)
         else:
             job.set_result(key)
+
+
+def build_here(req: Request) -> FusedKey:
+    """Build ``req``'s kernel in this process: its key (asking libmathdx where needed), then
+    the compile unless it is cached. Returns the key."""
+    key = make_key(*req)
+    if cached(key) is None:
+        build(key)
+    return key
+
+
+def build_in_child(req: Request) -> FusedKey:
+    """Build ``req``'s kernel in the build process (:class:`_Child`), keep the cubin here
+    (:func:`keep`) and take its cuSOLVERDx suggestions; returns the key.
+
+    A separate process rather than this one's background thread: nvmath-python's and
+    libmathdx's front ends run Python and hold the GIL for stretches of milliseconds, which
+    the calls served meanwhile would wait for (a thread made the first call of a new shape
+    about ten times slower than torch's on the H200). Not :mod:`multiprocessing`: its spawn
+    start re-imports the user's main script, running any top level not under
+    ``if __name__ == "__main__"``.
+
+    Raises
+    ------
+    RuntimeError
+        The build failed in the child (its message), or the child died.
+    """
+    global _CHILD
+    with _CHILD_LOCK:
+        if _CHILD is None or not _CHILD.alive():
+            _CHILD = _Child()
+        key, cubin, meta, hints = _CHILD.call(req)
+    keep(digest(key), cubin, meta)
+    _toolchain._SUGGESTED.update(hints)
+    return key
+
+
+#: How the background thread builds a kernel: :func:`build_in_child` (tests: :func:`build_here`).
+_BUILD_IN = build_in_child
+
+_CHILD_MAIN = r"""
+import os, pickle, sys
+from cusolver_trace.backends import _fused_build as b
+from cusolver_trace.backends import _fused_toolchain as t
+with os.fdopen(int(sys.argv[1]), "rb") as inp, os.fdopen(int(sys.argv[2]), "wb") as out:
+    while True:
+        try:
+            req = pickle.load(inp)
+        except EOFError:
+            break
+        try:
+            key = b.make_key(*req)
+            hit = b.cached(key)
+            cubin, meta = hit if hit is not None else b.build(key)
+            res = ("ok", (key, cubin, meta, dict(t._SUGGESTED)))
+        except BaseException as exc:
+            res = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(res, out)
+        out.flush()
+"""
+
+
+class _Child:
+    """The build process: ``python3 -c`` :data:`_CHILD_MAIN`, fed pickled :class:`Request`
+    s on one pipe, answering on another (its stdout and stderr go nowhere: native libraries
+    may print); started on the first background build, kept for the next ones, ended with
+    this process (its request pipe closes)."""
+
+    def __init__(self):
+        import os
+        import subprocess
+        import sys
+
+        req_r, self._req_w = os.pipe()
+        self._res_r, res_w = os.pipe()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "")
+                                                      .split(os.pathsep) if p])
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD_MAIN, str(req_r), str(res_w)],
+                pass_fds=(req_r, res_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=env)
+        finally:
+            os.close(req_r)
+            os.close(res_w)
+        self._out = os.fdopen(self._req_w, "wb")
+        self._in = os.fdopen(self._res_r, "rb")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, req: Request):
+        import pickle
+
+        try:
+            pickle.dump(tuple(req), self._out)
+            self._out.flush()
+            status, value = pickle.load(self._in)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            self.proc.kill()
+            raise RuntimeError(f"the fused build process ended ({type(exc).__name__}: {exc}; "
+                               f"exit status {self.proc.wait()})") from None
+        if status != "ok":
+            raise RuntimeError(value)
+        return value
 
 
 def _start_worker() -> None:
@@ -278,6 +385,8 @@ _CLOSING = False   # set at exit: the worker starts no further build
 _EXIT_HOOK: list = []
 
 
+_CHILD: _Child | None = None   # the build process, once started
+_CHILD_LOCK = threading.Lock()
 _JOBS: dict = {}   # Request -> Future: the FusedKey once built, or the build's exception
 _JOBS_LOCK = threading.Lock()
 _QUEUE: queue.SimpleQueue = queue.SimpleQueue()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import os
 import re
 import sys
@@ -44,6 +45,7 @@ _API_KINDS = ("cuda_runtime", "cuda_driver")
 _OP_KINDS = ("cpu_op", "user_annotation")
 
 
+@functools.lru_cache(maxsize=4096)   # a few hundred distinct names; millions of look-ups
 def call_kind(function: str) -> str:
     """``"query"`` (``*_bufferSize``), ``"setup"`` (Create/Destroy/Set*/Get*, e.g.
     ``cusolverDnSetStream``, ``cublasSetMathMode``) or ``"compute"`` (everything else,

@@ -238,9 +238,9 @@ def raw(monkeypatch):
             full.diagonal(dim1=-2, dim2=-1).imag.zero_()
         x.copy_(full)
 
-    from cusolver_trace.backends import cuda_plans
+    from cusolver_trace.backends import _mirror
 
-    monkeypatch.setattr(cuda_plans, "mirror_triangle", mirror_triangle)
+    monkeypatch.setattr(_mirror, "mirror_triangle", mirror_triangle)
     fake.stream = stream
     return fake
 

@@ -41,6 +41,7 @@ NO_EXAMPLES = {
     "cusolver_trace._argparse": "the argparse subclass: tests/test_bad_input.py drives it",
     "cusolver_trace.backends": _PKG,
     "cusolver_trace.backends.cuda_plans": _GPU,
+    "cusolver_trace.backends._mirror": _GPU,
     "cusolver_trace.ceiling": "measures a machine's GEMM rate: no fixed output to show",
     "cusolver_trace.cli": _CLI,
     "cusolver_trace.cli.compare": _CLI,

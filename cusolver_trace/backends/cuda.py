@@ -29,7 +29,7 @@ from .._dtypes import dtype_info
 from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
-from . import cuda_copy
+from . import _mirror, cuda_copy
 from ._context import (LaunchArgs, Scratch, StreamRef, device_bytes, bound, context,
                        current_device, current_stream_ptr, on_device, size_key)
 
@@ -314,7 +314,7 @@ def potrs_identity(c: torch.Tensor, upper: bool, api: str = "X"):
 @on_tensor_device
 def potri(c: torch.Tensor, upper: bool):
     """``cusolverDn<t>potri`` per matrix in one column-major working copy, then the other
-    triangle mirrored in place (:func:`.cuda_plans.mirror_triangle`): the factor's copy,
+    triangle mirrored in place (:func:`._mirror.mirror_triangle`): the factor's copy,
     which becomes the result, and potri's workspace are all the memory it takes. Returns
     ``(Ainv, info)``; real results are row-major, complex ones column-major views."""
     dt = _dtype(c.dtype)
@@ -330,11 +330,9 @@ def potri(c: torch.Tensor, upper: bool):
     work = ctx.scratch.get(lwork * isz, ctx.stream).data_ptr()
     for b in range(batch):
         cs.potri(t, ctx.solver, uplo, n, p0 + b * step, lda, work, lwork, i0 + 4 * b)
-    from .cuda_plans import mirror_triangle   # cuda_plans imports this module
-
     store = w.mT.reshape(-1, n, n)   # the storage: contiguous, each matrix column-major
     with ctx.cupy_stream():
-        mirror_triangle(store, upper, dt)
+        _mirror.mirror_triangle(store, upper, dt)
     # a real symmetric matrix is its own transpose: the storage read row-major is the result
     return (w.mT if not dt.is_complex else w), info
 

@@ -33,7 +33,9 @@ from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cublas_modes as cbm
 from ..raw import cusolver as cs
+from . import _mirror
 from ._context import cupy_stream, on_device, pointer_array
+from ._mirror import mirror_triangle  # noqa: F401  (its public name here: tests use it)
 from .cuda import _info, _ptr, _side, colmajor, fill_mode, matrices, operation
 
 __all__ = ["plan_runner", "trtri_lauum", "gemm_lauum", "potrf_gemm_lauum", "potrf_trsm_batched_factor",
@@ -340,71 +342,8 @@ def _hermitian(w, upper, fill, dt):
     contiguous), its column-major view ``w.mT`` for complex ones."""
     if fill == "where":
         return hermitian_fill(w.mT, upper)
-    mirror_triangle(w, upper, dt)
+    _mirror.mirror_triangle(w, upper, dt)
     return w if not dt.is_complex else w.mT
-
-
-_MIRROR_SRC = r"""
-template<typename R, int NC>
-__device__ void mirror_impl(R* X, long long n, long long bs, int upper)
-{
-    __shared__ R re[32][33];
-    __shared__ R im[32][33];
-    const int ti = blockIdx.y, tj = blockIdx.x;          // source tile: rows ti, columns tj
-    if (upper ? (ti > tj) : (ti < tj)) return;
-    R* M = X + (long long)blockIdx.z * bs * NC;
-    const int x = threadIdx.x, y = threadIdx.y;
-    long long si = (long long)ti * 32 + x, sj = (long long)tj * 32 + y;
-    if (si < n && sj < n) {                              // column-major: x runs down a column
-        re[y][x] = M[(si + sj * n) * NC];
-        if (NC == 2) im[y][x] = M[(si + sj * n) * NC + 1];
-    }
-    __syncthreads();
-    long long di = (long long)tj * 32 + x, dj = (long long)ti * 32 + y;  // source is (dj, di)
-    if (di < n && dj < n) {
-        bool src = upper ? (dj < di) : (dj > di);
-        if (src) {
-            M[(di + dj * n) * NC] = re[x][y];
-            if (NC == 2) M[(di + dj * n) * NC + 1] = -im[x][y];
-        } else if (NC == 2 && di == dj) {
-            M[(di + dj * n) * NC + 1] = (R)0;
-        }
-    }
-}
-#define MIRROR(NAME, R, NC) extern "C" __global__ void NAME(R* X, long long n, long long bs, \
-    int upper) { mirror_impl<R, NC>(X, n, bs, upper); }
-MIRROR(mirror_s, float, 1)
-MIRROR(mirror_d, double, 1)
-MIRROR(mirror_c, float, 2)
-MIRROR(mirror_z, double, 2)
-"""
-_MIRROR_FN: dict = {}
-
-
-def mirror_triangle(w: torch.Tensor, upper: bool, dt=None) -> None:
-    """Make each column-major matrix of ``w`` (contiguous ``(batch, n, n)``) Hermitian in
-    place from its ``upper`` / lower triangle: the other triangle gets the conjugate
-    transpose, the diagonal's imaginary part is zeroed. One launch on torch's current
-    stream (32 × 32 tiles through shared memory, coalesced reads and writes); call inside
-    :func:`~._context.on_device`."""
-    import numpy as np_
-
-    dt = dt or dtype_info(w.dtype)
-    batch, n = w.shape[0], w.shape[-1]
-    if batch == 0 or n == 0:
-        return
-    idx = w.device.index if w.device.index is not None else torch.cuda.current_device()
-    cp = _load.cupy()
-    fn = _MIRROR_FN.get((idx, dt.prefix))
-    if fn is None:
-        with cp.cuda.Device(idx):
-            fn = _MIRROR_FN[idx, dt.prefix] = cp.RawModule(code=_MIRROR_SRC).get_function(
-                f"mirror_{dt.prefix}")
-    nt = -(-n // 32)
-    for b0 in range(0, batch, 65535):
-        nb = min(65535, batch - b0)
-        fn((nt, nt, nb), (32, 32),
-           (w[b0].data_ptr(), np_.int64(n), np_.int64(w.stride(0)), np_.int32(bool(upper))))
 
 
 def potrf_gemm_lauum(A: torch.Tensor, upper: bool = False, **params):

@@ -46,11 +46,20 @@ def _count(items: list) -> int:
                for x in items)
 
 
+def _calls(items):
+    """The call nodes of ``items``, inside folded loops too."""
+    for x in items:
+        if isinstance(x, RepeatBlock):
+            yield from _calls(x.nodes)
+        else:
+            yield x
+
+
 def sizes(trace: dict, *, lines: bool = False, op: bool = True) -> dict:
     """Bytes of ``calls`` as given and in the compact form, and of the whole compact file."""
     dumps = lambda obj: len(json.dumps(obj, separators=(",", ":")))  # noqa: E731
     nodes = rebuild(trace["calls"], op=op)
-    form = CompactForm(timed=any(n.self_gpu_ms is not None for n in nodes), lines=lines)
+    form = CompactForm(timed=any(n.self_gpu_ms is not None for n in _calls(nodes)), lines=lines)
     calls = [n.to_dict(form) for n in nodes]
     compact = {**trace, "calls": calls, "call_times": form.timed, "sources": form.table()}
     return {"nodes": _count(nodes),

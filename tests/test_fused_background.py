@@ -660,3 +660,16 @@ def test_the_build_process_answers_and_is_reused_and_replaced(monkeypatch, tmp_p
     assert B._CHILD.proc.pid != first
     B._CHILD._out.close()   # the child ends when its request pipe closes
     assert B._CHILD.proc.wait(timeout=60) == 0
+
+
+def test_warmup_refuses_a_bad_sm_or_n_before_asking_for_the_extra():
+    """A fresh user's report: a bad ``sm`` raised FusedUnavailableError (install the extra)
+    instead of the documented ValueError; a non-sequence n a bare TypeError."""
+    import cusolver_trace as ct
+
+    for sm in ("6.0", "9", (9,), "x.y"):
+        with pytest.raises(ValueError, match="sm"):
+            ct.warmup(sm=sm)
+    for n in (4.0, None):
+        with pytest.raises(TypeError, match="n must be"):
+            ct.warmup(n=n, sm="9.0")

@@ -208,3 +208,14 @@ def test_auto_takes_torchs_path_where_its_pick_does_not_fit_in_free_memory(monke
     free.bytes = None                                                      # no CUDA device
     monkeypatch.setattr(t, "auto", {"all": routines.AutoRule("rec_trtri_lauum")})
     assert t.resolve("auto", n, 1, "float64", "cuda") == "rec_trtri_lauum"
+
+
+def test_resolve_takes_only_well_formed_device_strings():
+    """``cuda:x``, ``cuda:-1``, ``cpu:abc`` and friends were accepted (a fresh user's report);
+    the device string also names the device whose free memory counts."""
+    for bad in ("cuda:x", "cuda:-1", "cuda:", "cuda:0 ", "cuda:99999999999999999999", "cpu:abc",
+                "CUDA", "gpu"):
+        with pytest.raises(ValueError, match="device"):
+            routines.CHOLESKY_INVERSE.resolve("auto", 64, 1, "float64", bad)
+    for good in ("cuda", "cuda:0", "cuda:12", "cpu"):
+        assert routines.CHOLESKY_INVERSE.resolve("auto", 64, 1, "float64", good)

@@ -411,3 +411,20 @@ def test_the_small_compact_document_is_valid():
     with pytest.raises(TraceInputError, match="malformed call node"):  # no library, no prefix
         flatten({**doc, "calls": [{"function": "dgemm", "args": {"m": 2}}]})
     assert flatten({**doc, "calls": [{"function": "dgemm", "library": "BLAS"}]})[0].library == "BLAS"
+
+
+def test_diff_out_of_memory_is_the_inputs_fault_one_line_exit_2(monkeypatch, capsys, tmp_path):
+    """A fresh user's 1M distinct calls under `ulimit -v` ended in a MemoryError traceback and
+    exit 3; running out of memory on the inputs is exit 2, one line."""
+    from cusolver_trace.tracing import diff as tdiff
+
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"schema": "cusolver-trace/trace/3", "calls": []}))
+
+    def no_memory(*args, **kw):
+        raise MemoryError
+
+    monkeypatch.setattr(tdiff, "diff_traces", no_memory)
+    assert cli_main(["diff", str(a), str(a)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out of memory" in err[0]

@@ -13,6 +13,8 @@ import re
 import time
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .._dtypes import dtype_info
 from . import _fused_build as _build
 from . import _fused_toolchain as _toolchain
@@ -99,7 +101,11 @@ def _flags(values, what: str) -> tuple:
 def _list(values, what: str) -> tuple:
     if isinstance(values, (str, int)):
         values = (values,)
-    vals = tuple(values)
+    try:
+        vals = tuple(values)
+    except TypeError:
+        raise TypeError(f"{what} must be a value or a sequence of values, got {values!r}") \
+            from None
     if not vals:
         raise ValueError(f"{what} is empty: nothing to build")
     return tuple(dict.fromkeys(vals))
@@ -187,8 +193,9 @@ def warmup(ops: Sequence[str] = tuple(ROUTINES), n: Sequence[int] = DEFAULT_N,
         raise ValueError(f"unknown op {bad[0]!r}; choose from {', '.join(ROUTINES)}")
     orders = _list(n, "n")
     for k in orders:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"n must be ints >= 1, got {k!r}")
+    orders = tuple(int(k) for k in orders)
     names = tuple(dict.fromkeys(dtype_info(d).name for d in _list(dtypes, "dtypes")))
     for d in names:
         big = [k for k in orders if not fits("inverse", k, d)]
@@ -199,6 +206,8 @@ def warmup(ops: Sequence[str] = tuple(ROUTINES), n: Sequence[int] = DEFAULT_N,
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    if sm is not None:
+        parse_sm(sm)      # a bad sm is the caller's ValueError, whether or not the extra is here
     _toolchain._tools()   # FusedUnavailableError, naming the extra
     cap, limit = _target(sm)
     label = f"{cap[0]}.{cap[1]}"

@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
             return _run(args, fail)
     except TraceInputError as e:
         return fail(str(e))
+    except MemoryError:   # the traces' calls do not fit: the user's input, not a bug
+        return fail("out of memory: the traces' expanded calls do not fit in this machine's "
+                    "memory")
     except BrokenPipeError:  # the reader went away (`| head`): the shell's status, no message
         import os
 

@@ -7,6 +7,8 @@ A public routine reads: validate its operands → resolve the method through its
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
@@ -337,7 +339,7 @@ class Table:
         LookupError
             :attr:`auto` has no rule for the shape.
         """
-        dev = str(device).split(":")[0]
+        dev = str(device).split(":")[0] if _DEVICE_RE.fullmatch(str(device)) else None
         if not isinstance(method, str) or method not in self.names:
             raise ValueError(f"method must be one of {', '.join(self.names)}, got {method!r}")
         for what, v in (("n", n), ("batch", batch)):
@@ -359,6 +361,8 @@ class Table:
             raise ValueError(f"method {method!r} runs on the CPU only")
         return method
 
+
+_DEVICE_RE = re.compile(r"cpu|cuda(?::[0-9]{1,4})?")
 
 #: Extra bytes (a row's workspace beyond torch's) below which ``auto`` does not ask the
 #: device for its free memory (:meth:`Table._fitting`).

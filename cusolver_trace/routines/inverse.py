@@ -91,14 +91,15 @@ def _reference_inverse_plan(c, upper):
 
 
 # workspace (Impl.workspace: peak device memory beyond the factor, result included, in n²,
-# float64). Measured on the H200 at n = 8192 (issue 27, torch 2.11.0+cu130, through the public
-# entry point): torch 2.00, potrs 2.00; potri 1.00 and gemm_lauum 2.00 (2026-12-03, also at
-# 4096 and 16384). From the code, not measured: rec_trtri_lauum about 1.02 and trtri_lauum 1.0
-# (the copy that becomes the result, mirrored in place; the trsm blocks' identity and lauum's
-# workspace; measured 2.14 when the mirror made a new tensor); gemm_lauum in every dtype and
-# gemm_lauum_emu 2.0 (the copy that becomes the result and the triangular inverse, the trtri's
-# scratch in the copy's unused triangle); trsm, trsm_batched 2.0 (factor copy + identity
-# right-hand side); fused 1.0 (the result only).
+# float64). Measured on the H200 at n = 8192 (torch 2.11.0+cu130, through the public entry
+# point; benchmarks/large_n_table.py, 2026-12-03, also at 4096 and 16384): torch 2.00, potrs
+# 2.00, potri 1.00 (the copy that becomes the result, mirrored in place), gemm_lauum 2.00 (the
+# copy that becomes the result and the triangular inverse; float64 puts the trtri's
+# out-of-place products in the copy's unused triangle, the other dtypes multiply in place),
+# rec_trtri_lauum 1.03 (1.14 at 4096, 1.01 at 16384: the trsm blocks' identity and masks are
+# of a fixed size). From the code, not measured: trtri_lauum 1.0 (+ Xtrtri's and lauum's
+# workspaces); gemm_lauum_emu 2.0; trsm, trsm_batched 2.0 (factor copy + identity right-hand
+# side); fused 1.0 (the result only).
 INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
     Impl("potrs", "cusolverDnXpotrs on the identity (torch's CUDA path for batch 1)",
                   _cu("potrs_identity", "X"), _cpu.potrs_identity, "inverse_potrs",
@@ -121,7 +122,7 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
                   "then the recursive blocked lauum",
                   _cu_plans("trtri_lauum", recursive=True), _reference_plans(True), "potri",
                   "recursive trtri (cublas{T}trmm, cublas{T}trsm on diagonal blocks)",
-                  "rec_trtri_lauum plan (torch reference executor)", workspace=1.02),
+                  "rec_trtri_lauum plan (torch reference executor)", workspace=1.03),
     Impl("fused", "one cuSOLVERDx kernel for the whole batch: potrs on an identity "
                   "built in shared memory (small n; the cuda13-fused extra)",
                   lambda c, upper: fused().cholesky_inverse(c, upper), None, "inverse_potrs",
@@ -130,7 +131,7 @@ INVERSE_METHODS: dict[str, Impl] = {m.name: m for m in (
                   workspace=1.0,
                   ready=lambda c, upper, check: fused().ready("inverse", c, upper, check)),
     Impl("gemm_lauum", "recursive trtri into an identity buffer (cublas<t>trsm "
-                  "blocks, trmm/gemm), then the lauum as one gemm per block row, on 2 streams",
+                  "blocks, trmm/gemm), then the lauum as one gemm per block row, on several streams",
                   _cu_plans("gemm_lauum"), _reference_inverse_plan, "potri",
                   "gemm_lauum plan (cublas{T}trsm, cublas{T}trmm, cublas{T}gemm)",
                   "gemm_lauum plan (torch reference executor)", workspace=2.0),
@@ -354,7 +355,8 @@ def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs"
           GEMM-class cuBLAS kernels: the potri amount of work (2n³/3) instead of
           potrs's 2n³. On the CPU the same plans run with torch ops (for checking).
         * ``"gemm_lauum"`` — trtri into an identity buffer, then the lauum as one GEMM
-          per block row, independent parts on two streams (:func:`plans.inverse_plan`);
+          per block row, independent parts on several streams (six in float64, two in
+          the other dtypes; :func:`plans.inverse_plan`);
           ``"gemm_lauum_emu"`` the same with cuBLAS's FP64 emulation (GPU only, opt-in).
           On the CPU ``gemm_lauum`` runs its plan with torch ops (for checking).
         * ``"fused"`` (GPU only, extra ``cuda13-fused``) — one cuSOLVERDx kernel for the

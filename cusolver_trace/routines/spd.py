@@ -88,12 +88,13 @@ def _fused_cuda(a, upper):
 
 
 # workspace (Impl.workspace, n² beyond A, result included, float64): measured on the H200
-# at n = 8192 (issue 27): torch 3.00 (torch's cholesky_inverse(cholesky(A))). From the code,
-# not measured: gemm_lauum (auto there) 2.0 (potrf's column-major factor becomes the result:
-# the plan works in it, + the triangular inverse); potrf_gemm_lauum 2.0 (A's copy, factored and
-# inverted in place, + the triangular inverse); every other "potrf, then a cholesky_inverse
-# row" is 1 (the factor) + that row's workspace; potrf_trsm_batched 3.0 at batch 1 (copy +
-# identity + its expanded copy; 2.0 per matrix over a large batch); fused 1.0 (the result only).
+# at n = 8192 (benchmarks/large_n_table.py, 2026-12-03, also at 4096 and 16384): torch 3.00
+# (torch's cholesky_inverse(cholesky(A))), gemm_lauum (auto there) 2.00 (potrf's column-major
+# factor becomes the result: the plan works in it, + the triangular inverse),
+# potrf_gemm_lauum 2.00 (A's copy, factored and inverted in place, + the triangular inverse).
+# From the code, not measured: every other "potrf, then a cholesky_inverse row" is 1 (the
+# factor) + that row's workspace; potrf_trsm_batched 3.0 at batch 1 (copy + identity + its
+# expanded copy; 2.0 per matrix over a large batch); fused 1.0 (the result only).
 def _rows():
     rows = {
         "potrf_trsm_batched": Impl(

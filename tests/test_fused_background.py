@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from pathlib import Path
 from concurrent.futures import CancelledError
 from types import SimpleNamespace
 
@@ -658,8 +659,7 @@ def test_the_build_process_answers_and_is_reused_and_replaced(monkeypatch, tmp_p
     with pytest.raises(RuntimeError, match="cuda13-fused"):
         B.build_in_child(req)
     assert B._CHILD.proc.pid != first
-    B._CHILD._out.close()   # the child ends when its request pipe closes
-    assert B._CHILD.proc.wait(timeout=60) == 0
+    assert B._CHILD.close() == 0   # the child ends when its request pipe closes
 
 
 def test_warmup_refuses_a_bad_sm_or_n_before_asking_for_the_extra():
@@ -673,3 +673,24 @@ def test_warmup_refuses_a_bad_sm_or_n_before_asking_for_the_extra():
     for n in (4.0, None):
         with pytest.raises(TypeError, match="n must be"):
             ct.warmup(n=n, sm="9.0")
+
+
+def test_a_build_process_does_not_run_the_users_main_script_again(tmp_path):
+    """multiprocessing's spawn start (what warmup's workers were) re-imports the main script:
+    a script calling ``ct.warmup()`` at top level without a main guard ran again in every
+    worker. A build process (:class:`Child`) runs only what it is asked."""
+    marker = tmp_path / "runs.txt"
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        f"open({str(marker)!r}, 'a').write('top level\\n')\n"
+        "from cusolver_trace.backends import _fused_build as B\n"
+        "child = B.Child()\n"
+        "pid = child.call(os.getpid)\n"
+        "assert pid == child.proc.pid and pid != os.getpid(), pid\n"
+        "assert child.close() == 0\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert marker.read_text() == "top level\n"

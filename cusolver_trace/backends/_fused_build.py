@@ -5,7 +5,7 @@ choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a b
 (in this process's builds, then in the disk cache); :func:`build` compiles one and stores it.
 :func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now, and
 when it cannot, its build starts in the background (once per kernel: one thread here hands
-the builds, one after the other, to one build process, :func:`build_in_child`); a failed
+the builds, one after the other, to one build process, :func:`build_in_child`, a :class:`Child`); a failed
 build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
 to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
 build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
@@ -258,15 +258,13 @@ def build_here(req: Request) -> FusedKey:
 
 
 def build_in_child(req: Request) -> FusedKey:
-    """Build ``req``'s kernel in the build process (:class:`_Child`), keep the cubin here
+    """Build ``req``'s kernel in the build process (a :class:`Child`), keep the cubin here
     (:func:`keep`) and take its cuSOLVERDx suggestions; returns the key.
 
     A separate process rather than this one's background thread: nvmath-python's and
     libmathdx's front ends run Python and hold the GIL for stretches of milliseconds, which
     the calls served meanwhile would wait for (a thread made the first call of a new shape
-    about ten times slower than torch's on the H200). Not :mod:`multiprocessing`: its spawn
-    start re-imports the user's main script, running any top level not under
-    ``if __name__ == "__main__"``.
+    about ten times slower than torch's on the H200).
 
     Raises
     ------
@@ -276,43 +274,53 @@ def build_in_child(req: Request) -> FusedKey:
     global _CHILD
     with _CHILD_LOCK:
         if _CHILD is None or not _CHILD.alive():
-            _CHILD = _Child()
-        key, cubin, meta, hints = _CHILD.call(req)
+            _CHILD = Child()
+        key, cubin, meta, hints = _CHILD.call(child_build, tuple(req))
     keep(digest(key), cubin, meta)
     _toolchain._SUGGESTED.update(hints)
     return key
+
+
+def child_build(req: tuple):
+    """In a build process: ``(key, cubin, meta, suggestions)`` of ``req``'s kernel, compiled
+    unless it is cached (what :func:`build_in_child` asks for)."""
+    key = make_key(*req)
+    hit = cached(key)
+    cubin, meta = hit if hit is not None else build(key)
+    return key, cubin, meta, dict(_toolchain._SUGGESTED)
 
 
 #: How the background thread builds a kernel: :func:`build_in_child` (tests: :func:`build_here`).
 _BUILD_IN = build_in_child
 
 _CHILD_MAIN = r"""
-import os, pickle, sys
-from cusolver_trace.backends import _fused_build as b
-from cusolver_trace.backends import _fused_toolchain as t
+import importlib, os, pickle, sys
 with os.fdopen(int(sys.argv[1]), "rb") as inp, os.fdopen(int(sys.argv[2]), "wb") as out:
     while True:
         try:
-            req = pickle.load(inp)
+            module, name, args = pickle.load(inp)
         except EOFError:
             break
         try:
-            key = b.make_key(*req)
-            hit = b.cached(key)
-            cubin, meta = hit if hit is not None else b.build(key)
-            res = ("ok", (key, cubin, meta, dict(t._SUGGESTED)))
+            fn = importlib.import_module(module)
+            for part in name.split("."):
+                fn = getattr(fn, part)
+            data = pickle.dumps(("ok", fn(*args)))
         except BaseException as exc:
-            res = ("error", f"{type(exc).__name__}: {exc}")
-        pickle.dump(res, out)
+            data = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
+        out.write(data)
         out.flush()
 """
 
 
-class _Child:
-    """The build process: ``python3 -c`` :data:`_CHILD_MAIN`, fed pickled :class:`Request`
-    s on one pipe, answering on another (its stdout and stderr go nowhere: native libraries
-    may print); started on the first background build, kept for the next ones, ended with
-    this process (its request pipe closes)."""
+class Child:
+    """A build process: ``python3 -c`` :data:`_CHILD_MAIN` with this process's ``sys.path``,
+    fed pickled ``(module, function, args)`` on one pipe, answering ``fn(*args)`` on another
+    (its stdout and stderr go nowhere: native libraries may print). Not
+    :mod:`multiprocessing`: its spawn start re-imports the user's main script, running any top
+    level not under ``if __name__ == "__main__"`` (a script that calls ``ct.warmup()`` would
+    run again in every worker). Ends when :meth:`close` closes its request pipe, or with
+    this process."""
 
     def __init__(self):
         import os
@@ -321,10 +329,8 @@ class _Child:
 
         req_r, self._req_w = os.pipe()
         self._res_r, res_w = os.pipe()
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "")
-                                                      .split(os.pathsep) if p])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", _CHILD_MAIN, str(req_r), str(res_w)],
@@ -339,11 +345,19 @@ class _Child:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def call(self, req: Request):
+    def call(self, fn, *args):
+        """``fn(*args)`` in the child (``fn`` a module-level function; its arguments and
+        result picklable).
+
+        Raises
+        ------
+        RuntimeError
+            ``fn`` raised (its type and message), or the child died.
+        """
         import pickle
 
         try:
-            pickle.dump(tuple(req), self._out)
+            pickle.dump((fn.__module__, fn.__qualname__, args), self._out)
             self._out.flush()
             status, value = pickle.load(self._in)
         except (EOFError, OSError, pickle.UnpicklingError) as exc:
@@ -353,6 +367,13 @@ class _Child:
         if status != "ok":
             raise RuntimeError(value)
         return value
+
+    def close(self) -> int:
+        """Close the request pipe and wait for the child to end; its exit status."""
+        self._out.close()
+        status = self.proc.wait()
+        self._in.close()
+        return status
 
 
 def _start_worker() -> None:
@@ -385,7 +406,7 @@ _CLOSING = False   # set at exit: the worker starts no further build
 _EXIT_HOOK: list = []
 
 
-_CHILD: _Child | None = None   # the build process, once started
+_CHILD: Child | None = None   # the build process, once started
 _CHILD_LOCK = threading.Lock()
 _JOBS: dict = {}   # Request -> Future: the FusedKey once built, or the build's exception
 _JOBS_LOCK = threading.Lock()

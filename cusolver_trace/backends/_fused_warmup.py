@@ -257,24 +257,42 @@ def _done(record: dict, req: Request, result: dict, progress) -> None:
 
 
 def _in_processes(todo, plans, records, count, progress) -> None:
-    """Build ``todo`` in ``count`` fresh processes (spawned: no CUDA state is inherited);
-    the cubins come back, so that this process loads them even where the disk cache cannot
-    be written."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    """Build ``todo`` in ``count`` fresh build processes (:class:`._fused_build.Child`: no CUDA
+    state is inherited, the user's main script is not run again), one thread here feeding
+    each; the cubins come back, so that this process loads them even where the disk cache
+    cannot be written."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=count,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        jobs = {pool.submit(_build_one, plans[i]): i for i in todo}
-        for job in as_completed(jobs):
-            i = jobs[job]
-            try:
-                result, built = job.result()
-            except Exception as exc:   # the worker process died
-                result, built = _failure(exc, 0.0), None
-            if built is not None:
-                _build.keep(*built)
-            _done(records[i], plans[i], result, progress)
+    children: queue.SimpleQueue = queue.SimpleQueue()
+    made = []
+
+    def run(i):
+        try:
+            child = children.get_nowait()
+        except queue.Empty:
+            child = _build.Child()
+            made.append(child)
+        try:
+            return child.call(_build_one, plans[i])
+        finally:
+            children.put(child)
+
+    try:
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            jobs = {pool.submit(run, i): i for i in todo}
+            for job in as_completed(jobs):
+                i = jobs[job]
+                try:
+                    result, built = job.result()
+                except Exception as exc:   # the build process died
+                    result, built = _failure(exc, 0.0), None
+                if built is not None:
+                    _build.keep(*built)
+                _done(records[i], plans[i], result, progress)
+    finally:
+        for child in made:
+            child.close()
 
 
 def _failure(exc: BaseException, seconds: float) -> dict:

@@ -428,3 +428,20 @@ def test_diff_out_of_memory_is_the_inputs_fault_one_line_exit_2(monkeypatch, cap
     assert cli_main(["diff", str(a), str(a)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "out of memory" in err[0]
+
+
+@pytest.mark.parametrize("node, says", [
+    ({"function": "cublasDgemm_v2", "count": 10 ** 4000}, "digits"),
+    ({"function": "cublasDgemm_v2", "kind": 5}, "kind"),
+    ({"function": "cublasSetStream_v2", "kind": ["compute"]}, "kind"),
+    ({"function": "cublasDgemm_v2", "section": 5}, "section"),
+    ({"function": "cublasDgemm_v2", "section": [1]}, "section"),
+])
+def test_diff_refuses_a_malformed_node_in_a_short_line(capsys, tmp_path, node, says):
+    """A fresh user's report: a count of 10**4000 was printed with all its digits; a node's
+    kind or section of the wrong type was accepted (a kind of 5 made a setup call compared)."""
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"schema": "cusolver-trace/trace/3", "calls": [node]}))
+    assert cli_main(["diff", str(a), str(a)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and len(err[0]) < 300, err

@@ -139,11 +139,17 @@ def _compact_keys(trace: dict, where: str) -> tuple[bool, int]:
     return timed, len(sources)
 
 
+_KINDS = (None, "compute", "query", "setup")   # a node's kind, where written
+
+
 def _count(value, what: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TraceInputError(f"{where}: malformed {what} (needs a whole number >= 0)")
     if value > _MAX_COUNT:
-        raise TraceInputError(f"{where}: implausible call count {value}")
+        shown = value if value < 10 ** 30 else (
+            f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits")
+        raise TraceInputError(f"{where}: implausible call count ({shown}; at most "
+                              f"{_MAX_COUNT})")
     return value
 
 
@@ -212,8 +218,12 @@ class _Flat:
             elif (self_ms := node.get("self_gpu_ms")) is not None:
                 self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
             section = node.get("section", within)
+            kind = node.get("kind")
+            if not isinstance(section, (str, type(None))) or kind not in _KINDS:
+                raise TraceInputError(f"{where}: a call node's section is not a string or its "
+                                      f"kind not one of compute, query, setup")
             if (self.section is not None and section != self.section) or (
-                    not self.all and (node.get("kind") or call_kind(fn)) == "setup"):
+                    not self.all and (kind or call_kind(fn)) == "setup"):
                 if children:  # left out, and checked all the same
                     self._expand(children, depth + 1, mult, section)
                 continue

@@ -27,14 +27,9 @@ paths), the fused A → A⁻¹ batched path, and torch vs its replay at n = 64 �
 """
 from __future__ import annotations
 
-import functools
-
 import pytest
-import torch
+from _sweep_bench import bench, params
 
-from cusolver_trace import sweep
-
-GPU = pytest.mark.gpu
 _INV_BIG = ("torch", "potrs", "potri", "trtri_lauum", "rec_trtri_lauum", "auto")
 _INV_BATCH = ("torch", "torch_cusolver", "trsm_batched", "auto")
 
@@ -80,39 +75,11 @@ _EXTRA = ("resolved", "checked", "check", "ratio", "median_ms", "iqr_ms", "noisy
           "ceiling_gflops")
 
 
-def _params():
-    for op, dtype, n, batch, methods, gpu in CASES:
-        for m in methods:
-            yield pytest.param(op, dtype, n, batch, m, gpu, id=f"{op}-{dtype}-n{n}-b{batch}-{m}",
-                               marks=[GPU] if gpu else [])
-
-
-@functools.lru_cache(maxsize=1)  # parameters are ordered case by case: one input alive
-def _case(op, dtype, n, batch, device):
-    return sweep.make_case(op, n, batch, dtype, device, seed=0, cond=1e3)
-
-
-@pytest.mark.parametrize("op,dtype,n,batch,method,gpu", list(_params()))
-def test_bench(benchmark, gpu_results, op, dtype, n, batch, method, gpu):
-    device = "cuda:0" if gpu else "cpu"
-    case = _case(op, dtype, n, batch, device)
-    rounds = 5 if gpu else 3
-    # the public entry point with its checks on, torch interleaved, and (where the method has
-    # checks) its check=False twin in the same run: check_overhead = checked / unchecked
-    rows = sweep.measure_case(case, ["torch", method], repeat=rounds, warmup=1, unchecked=True)
-    row = next(r for r in rows if r["method"] == method and r["checked"] is not False)
-    benchmark.group = f"{op} {dtype} n={n} batch={batch} ({device})"
-    benchmark.extra_info.update({k: row.get(k) for k in _EXTRA})
-    benchmark.extra_info["torch_median_ms"] = row["median_ms"] / row["ratio_to_torch"] \
-        if row.get("ratio_to_torch") else None
-    gpu_results.append({"group": benchmark.group, "name": method, "device": device, **{
-        k: row.get(k) for k in _EXTRA}})
-    assert row["status"] == "ok", f"{method}: {row['status']} {row['check']}={row['ratio']} {row['error']}"
-    fn = sweep.method_callable(case, method)
-    sync = torch.cuda.synchronize if gpu else (lambda: None)
-
-    def call():
-        fn()
-        sync()
-
-    benchmark.pedantic(call, rounds=rounds, warmup_rounds=1, iterations=1)
+# the public entry point with its checks on, torch interleaved, and (where the method has
+# checks) its check=False twin in the same run: check_overhead = checked / unchecked
+@pytest.mark.parametrize("op,dtype,n,batch,nrhs,method,gpu",
+                         list(params((op, dtype, n, batch, 1, methods, gpu)
+                                     for op, dtype, n, batch, methods, gpu in CASES)))
+def test_bench(benchmark, gpu_results, op, dtype, n, batch, nrhs, method, gpu):
+    bench(benchmark, gpu_results, op, dtype, n, batch, nrhs, method, gpu, extra=_EXTRA,
+          torch_median=True)

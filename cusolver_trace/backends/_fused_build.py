@@ -284,9 +284,8 @@ def build_in_child(req: Request) -> FusedKey:
 def child_build(req: tuple):
     """In a build process: ``(key, cubin, meta, suggestions)`` of ``req``'s kernel, compiled
     unless it is cached (what :func:`build_in_child` asks for)."""
-    key = make_key(*req)
-    hit = cached(key)
-    cubin, meta = hit if hit is not None else build(key)
+    key = build_here(req)
+    cubin, meta = cached(key)
     return key, cubin, meta, dict(_toolchain._SUGGESTED)
 
 

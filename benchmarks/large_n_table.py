@@ -90,11 +90,33 @@ def measure(n: int, dtype: str, repeat: int) -> list[dict]:
     return rows
 
 
+def orders(text: str) -> list[int]:
+    """``"4096,8192"`` -> ``[4096, 8192]`` (each an int >= 1)."""
+    try:
+        out = [int(x) for x in text.split(",")]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected orders >= 1 separated by commas, got {text!r}")
+    return out
+
+
+def positive(text: str) -> int:
+    """An int >= 1 (``--repeat``)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
+    return v
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="JSON file for the rows")
-    p.add_argument("--n", default="4096,8192,16384", help="orders, comma-separated")
-    p.add_argument("--repeat", type=int, default=7, help="timed calls per row (median)")
+    p.add_argument("--n", type=orders, default=[4096, 8192, 16384], help="orders, comma-separated")
+    p.add_argument("--repeat", type=positive, default=7, help="timed calls per row (median)")
     p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
     args = p.parse_args(argv)
     import torch
@@ -105,7 +127,7 @@ def main(argv=None) -> int:
     rows = []
     print("| n | op | method | ms | / torch | peak extra n² | DGEMM share | max rel. diff |")
     print("|---|---|---|---|---|---|---|---|")
-    for n in (int(x) for x in args.n.split(",")):
+    for n in args.n:
         for r in measure(n, args.dtype, args.repeat):
             rows.append(r)
             name = r["method"] + (f" → {r['resolved']}" if r["method"] == "auto" else "")

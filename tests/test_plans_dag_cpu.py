@@ -82,7 +82,7 @@ def test_inverse_plan_work_is_potri_plus_the_wasted_triangles():
 
 
 @pytest.mark.parametrize("bad", [dict(trmm_kernel="magma"), dict(lauum_diag="syrk"),
-                                 dict(trtri_scratch=1), dict(fill="copy"), dict(syrk_kernel="x"),
+                                 dict(trtri_scratch=1), dict(trtri_scratch="x"), dict(fill="copy"), dict(syrk_kernel="x"),
                                  dict(streams=0), dict(lauum_block=True), dict(trtri_base=1.5)])
 def test_inverse_plan_rejects_bad_parameters(bad):
     with pytest.raises(ValueError):

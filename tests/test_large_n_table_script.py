@@ -1,0 +1,46 @@
+"""benchmarks/large_n_table.py (issue 27's memory and time table) on the CPU: its arguments
+are parsed strictly, and without a GPU it says so and exits 2."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("large_n_table",
+                                              ROOT / "benchmarks" / "large_n_table.py")
+table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(table)
+
+
+@given(st.text(max_size=30))
+def test_orders_are_ints_of_at_least_one_or_refused(text):
+    try:
+        got = table.orders(text)
+    except argparse.ArgumentTypeError as e:
+        assert repr(text) in str(e)
+        return
+    assert got == [int(x) for x in text.split(",")] and min(got) >= 1
+
+
+@pytest.mark.parametrize("argv", [["o.json", "--n", "abc"], ["o.json", "--n", "0"],
+                                  ["o.json", "--n", "4,,8"], ["o.json", "--repeat", "-3"],
+                                  ["o.json", "--repeat", "1e9"]])
+def test_bad_arguments_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        table.main(argv)
+    assert e.value.code == 2 and "error: argument" in capsys.readouterr().err
+
+
+def test_without_a_gpu_it_says_so(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the table would run")
+    out = tmp_path / "o.json"
+    assert table.main([str(out), "--n", "64"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not out.exists()

@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 from concurrent.futures import CancelledError
@@ -72,8 +73,10 @@ class FakeCompiler:
         self.keys, self.gate, self.hold, self.fail = [], threading.Event(), set(), None
         self.entered = threading.Event()
         self.gate.set()
+        self.started = []   # perf_counter() at each compile
 
     def __call__(self, key):
+        self.started.append(time.perf_counter())
         self.keys.append(key)
         self.entered.set()
         if key.n in self.hold:
@@ -117,6 +120,7 @@ def fake(monkeypatch, tmp_path):
         monkeypatch.setattr(B, name, value)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
     monkeypatch.setattr(B, "_BUILD_IN", B.build_here)   # the fakes live in this process
+    monkeypatch.setattr(B, "DELAY", 0.0)
     for name in ("_MODULES", "_CALLS", "_WARNED"):
         monkeypatch.setattr(L, name, type(getattr(L, name))())
     monkeypatch.setattr(L, "_DEVICE", {0: (SM, LIMIT), 1: (SM, LIMIT)})
@@ -278,13 +282,43 @@ def test_a_failed_build_is_remembered_and_never_raised_by_auto(fake, fake_rows, 
     assert len(fake.keys) == 2
 
 
-def test_a_kernel_in_the_disk_cache_is_ready_at_once(fake, fake_rows):
-    """A kernel another process built: ready on the first call, nothing compiled."""
+def test_a_kernel_in_the_disk_cache_is_found_by_the_background_thread(fake, fake_rows):
+    """A kernel another process built: the calling thread only queues it (no disk lookup on
+    the call); the background thread finds it on disk, nothing is compiled, and the next
+    call runs it."""
     key = F.make_key("inverse", 8, 8, "float64", True, "row_major", "row_major", SM, LIMIT,
                      check=True)
     F.DiskCache().store(B.digest(key), b"cubin from another process", {})
+    assert routines.cholesky_inverse(FakeCuda(8), method="auto") == "torch"
+    drain()
     assert routines.cholesky_inverse(FakeCuda(8), method="auto") == "fused"
-    assert fake.keys == [] and B._QUEUE.puts == 0
+    assert fake.keys == [] and B._QUEUE.puts == 1
+
+
+def test_the_background_thread_waits_before_it_handles_a_request(fake, monkeypatch):
+    """The call that queued a kernel is not competing with the thread for the GIL: nothing
+    is looked up or built before DELAY has passed."""
+    monkeypatch.setattr(B, "DELAY", 0.3)
+    t = time.perf_counter()
+    assert F.ready("inverse", FakeCuda(16), False, True) is False
+    (job,) = B._JOBS.values()
+    job.exception(timeout=WAIT)
+    assert fake.started[0] - t >= 0.3 and len(fake.keys) == 1
+
+
+def test_the_thread_starts_once_the_extra_is_available(monkeypatch):
+    """``fused.available()`` saying yes starts the idle background thread, so that the first
+    call of a new shape does not wait for a thread's start."""
+    monkeypatch.setattr(B, "_WORKER", None)
+    monkeypatch.setattr(B, "_QUEUE", CountingQueue())
+    monkeypatch.setattr(T, "_AVAILABLE", True)
+    assert F.available() is None
+    assert B._WORKER is not None and B._WORKER.is_alive() and B._QUEUE.puts == 0
+    monkeypatch.setattr(T, "_AVAILABLE", False)
+    monkeypatch.setattr(T, "_tools", lambda: (_ for _ in ()).throw(
+        T.FusedUnavailableError("no extra")))
+    monkeypatch.setattr(B, "_WORKER", None)
+    assert F.available() == "no extra" and B._WORKER is None
 
 
 def test_a_shape_needing_the_suggestion_asks_libmathdx_only_in_the_background(fake, monkeypatch):

@@ -3,12 +3,15 @@
 :func:`make_key` picks one kernel's :class:`FusedKey` from a :class:`Request` (the tuned
 choice of :data:`TUNED`, else cuSOLVERDx's suggestion); :func:`cached` finds a built kernel
 (in this process's builds, then in the disk cache); :func:`build` compiles one and stores it.
-:func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now, and
-when it cannot, its build starts in the background (once per kernel: one thread here hands
-the builds, one after the other, to one build process, :func:`build_in_child`, a :class:`Child`); a failed
-build is remembered and ``ready`` stays False for it. :func:`take_over` hands a queued build
-to a call that needs the kernel now; within :func:`builds_awaited`, ``ready`` waits for the
-build (measuring ``auto`` as it runs once built). A process that exits while a kernel is
+:func:`ready` is what ``method="auto"`` asks of a kernel: whether it can be loaded now.
+The calling thread only looks in memory: a kernel asked for the first time is queued for
+one background thread (started once the extra is found available), which looks in the disk
+cache and otherwise hands the build to one build process (:func:`build_in_child`, a
+:class:`Child`), one kernel after the other; a failed build is remembered and ``ready``
+stays False for it. :func:`mark_ready` records a kernel built or found another way (warm-up,
+an explicit ``fused`` call). :func:`take_over` hands a queued build to a call that needs
+the kernel now; within :func:`builds_awaited`, ``ready`` waits for the build (measuring
+``auto`` as it runs once built). A process that exits while a kernel is
 being compiled waits for that one compile (it lands in the disk cache) and drops the queued
 ones. Every public name is imported from :mod:`cusolver_trace.backends.fused`.
 """
@@ -18,6 +21,7 @@ import atexit
 import contextlib
 import queue
 import threading
+import time
 from concurrent.futures import CancelledError, Future
 from typing import NamedTuple
 
@@ -155,29 +159,22 @@ _BUILT: dict = {}   # digest -> (cubin, meta): the kernels this process built
 
 # --------------------------------------------------------------------------- background builds
 def ready(req: Request) -> bool:
-    """Whether ``req``'s kernel can be loaded now without compiling (built by this process or
-    in the disk cache). When it cannot, its build is queued for the background thread (once:
-    later calls find it queued, running, built or failed) and the answer is False until it
-    has been built; a build that failed stays False (the error is kept in :data:`_JOBS`).
-    Asks neither libmathdx nor a compiler on the calling thread; waits only within
-    :func:`builds_awaited`."""
+    """Whether ``req``'s kernel can be loaded now without compiling. A kernel asked for the
+    first time is queued for the background thread (once: later calls find it queued,
+    running, built or failed) and the answer is False until the thread has found it in the
+    disk cache or built it; a build that failed stays False (the error is kept in
+    :data:`_JOBS`). The calling thread only looks in memory and queues: the launch shape,
+    the disk cache, libmathdx and the compilers are the background thread's (a call that
+    asks for a new kernel costs tens of µs more, not the ~0.3 ms of a disk lookup). Waits
+    only within :func:`builds_awaited`."""
     job = _JOBS.get(req)
     if job is None:
         with _JOBS_LOCK:
             job = _JOBS.get(req)
             if job is None:
                 job = _JOBS[req] = Future()
-                try:
-                    key = make_key(*req, ask=False)
-                    found = key is not None and cached(key) is not None
-                except Exception as exc:   # no kernel to build (it does not fit): remembered
-                    job.set_exception(exc)
-                    return False
-                if found:
-                    job.set_result(key)
-                    return True
                 _QUEUE.put((req, job))
-                _start_worker()
+                start_worker()
                 if not getattr(_AWAIT, "on", False):
                     return False   # this call runs the next rule, however soon the build ends
     if not job.done() and getattr(_AWAIT, "on", False):
@@ -223,29 +220,42 @@ def take_over(req: Request) -> Future | None:
         return job
 
 
-def forget_failure(req: Request) -> None:
-    """Forget a failed background build of ``req`` (:func:`warmup` has built the kernel
-    since): the next :func:`ready` looks again."""
+def mark_ready(req: Request) -> None:
+    """Record that ``req``'s kernel can be loaded without compiling (:func:`warmup` or an
+    explicit ``fused`` call has built or found it): :func:`ready` says yes at once, a failed
+    background build of it is forgotten. A build queued or running is left to finish."""
     with _JOBS_LOCK:
         job = _JOBS.get(req)
-        if job is not None and job.done() and (job.cancelled() or job.exception() is not None):
-            del _JOBS[req]
+        if job is None or job.cancelled() or (job.done() and job.exception() is not None):
+            done = _JOBS[req] = Future()
+            done.set_result(None)
 
 
 def _work(jobs: queue.SimpleQueue) -> None:
-    """The background thread: build the kernels queued on ``jobs``, one after the other
-    (through :data:`_BUILD_IN`)."""
+    """The background thread: for each request queued on ``jobs``, after :data:`DELAY`
+    seconds, the kernel's key and the disk cache, then, where it is not there, its build
+    (through :data:`_BUILD_IN`), one after the other."""
     while True:
         req, job = jobs.get()
+        # The call that queued the request is still running on another thread, holding the
+        # GIL; this thread's Python (the lookups, starting the build process) would take the
+        # GIL from it for about a millisecond. Waiting lets that call end first.
+        time.sleep(DELAY)
         if _CLOSING or not job.set_running_or_notify_cancel():
             job.cancel()
             continue
         try:
-            key = _BUILD_IN(req)
+            key = make_key(*req, ask=False)
+            if key is None or cached(key) is None:
+                key = _BUILD_IN(req)
         except BaseException as exc:   # remembered, never raised in a caller's thread; the
             job.set_exception(exc)     # thread lives on (no job is left running forever)
         else:
             job.set_result(key)
+
+
+#: Seconds the background thread waits before it handles a request (see :func:`_work`).
+DELAY = 0.02
 
 
 def build_here(req: Request) -> FusedKey:
@@ -375,7 +385,9 @@ class Child:
         return status
 
 
-def _start_worker() -> None:
+def start_worker() -> None:
+    """Start the background thread unless it runs (``auto`` calls this once the extra is found
+    available, so that the first call of a new shape does not wait for a thread's start)."""
     global _WORKER
     if _WORKER is None or not _WORKER.is_alive():
         # a daemon thread, stopped by _at_exit: ThreadPoolExecutor's would be joined at exit,

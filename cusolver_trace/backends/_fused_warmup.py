@@ -251,7 +251,7 @@ def _done(record: dict, req: Request, result: dict, progress) -> None:
     result["suggested_s"] = round(result["suggested_s"], 3)
     record.update(result)
     if result["status"] != "failed":
-        _build.forget_failure(req)   # auto may use the kernel now
+        _build.mark_ready(req)   # auto uses the kernel from its next call
     if progress is not None:
         progress(record)
 

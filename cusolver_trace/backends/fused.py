@@ -67,15 +67,33 @@ from ._fused_layout import (CUSOLVERDX_STATIC_SMEM, LAYOUT, LAYOUTS, OPS,  # noq
                             rhs_chunk, shared_bytes, tail)
 from ._fused_source import (_KERNEL, DiskCache, cache_key, default_cache_dir,  # noqa: F401
                             kernel_source)
+from ._fused_build import start_worker
 from ._fused_toolchain import (EXTRA, FusedUnavailableError, _tools,  # noqa: F401
-                               available, compile_kernel, missing_extra_message, suggested,
-                               versions)
+                               compile_kernel, missing_extra_message, suggested, versions)
+from ._fused_toolchain import available as _available
 from ._fused_warmup import ROUTINES, parse_sm, warmup  # noqa: F401
 
 __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of", "rhs_chunk",
            "shared_bytes", "grid_size", "kernel_source", "cache_key", "DiskCache", "fits",
            "available", "potrf", "potrs", "cholesky_inverse", "potrf_inverse", "SMEM_LIMIT",
            "plan_call", "LAYOUT", "LAYOUTS", "ready", "warmup", "builds_awaited"]
+
+
+def available() -> str | None:
+    """None when the fused method can run here, else the reason (one line); a yes is
+    remembered for the process. Once it is yes, the background thread that finds and
+    builds the kernels ``auto`` asks for (:func:`ready`) is started, idle until then: the
+    first call of a new shape then only queues its kernel.
+
+    Examples
+    --------
+    >>> available() is None or "pip install" in available() or "GPU" in available()
+    True
+    """
+    why = _available()
+    if why is None:
+        start_worker()
+    return why
 
 
 # --------------------------------------------------------------------------- backend routines

@@ -81,14 +81,14 @@ def run_plan_reference(plan, buf: torch.Tensor, lda: int, base: int = 0,
             T = _op(_tri(view(c.a, r, r), c.uplo), c.trans)
             B = view(c.b, c.m, c.n)
             C.copy_(c.alpha * (T @ B if c.side == "L" else B @ T))
-        elif c.routine == "trsm":
+        elif c.routine in ("trsm", "trsm_batched"):
             r = c.m if c.side == "L" else c.n
-            T = _op(_tri(view(c.a, r, r), c.uplo), c.trans)
-            if c.side == "L":
-                X = torch.linalg.solve_triangular(T, C.clone(), upper=_op_upper(c), left=True)
-            else:
-                X = torch.linalg.solve_triangular(T, C.clone(), upper=_op_upper(c), left=False)
-            C.copy_(c.alpha * X)
+            for ci, ai in (c.blocks if c.routine == "trsm_batched" else ((c.c, c.a),)):
+                Ci = view(ci, c.m, c.n)
+                T = _op(_tri(view(ai, r, r), c.uplo), c.trans)
+                X = torch.linalg.solve_triangular(T, Ci.clone(), upper=_op_upper(c),
+                                                  left=c.side == "L")
+                Ci.copy_(c.alpha * X)
         elif c.routine == "potrf":
             T = _tri(C, c.uplo)
             H = T + _tri(C, c.uplo).mH - torch.diag_embed(T.diagonal())

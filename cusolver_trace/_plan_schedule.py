@@ -48,6 +48,10 @@ def access(c: Call) -> tuple[tuple, tuple]:
     if r == "syrk":
         A = _rect(c.a, c.k, c.n) if c.trans == "C" else _rect(c.a, c.n, c.k)
         return (A, C), (C,)
+    if r == "trsm_batched":
+        t = c.m if c.side == "L" else c.n
+        Cs = tuple(_rect(ci, c.m, c.n) for ci, _ in c.blocks)
+        return tuple(_rect(ai, t, t) for _, ai in c.blocks) + Cs, Cs
     if r in ("trmm", "trsm", "trmm_out"):
         t = c.m if c.side == "L" else c.n
         T = _rect(c.a, t, t)
@@ -74,9 +78,9 @@ def call_flops(c: Call) -> float:
         return 2.0 * c.m * c.n * c.k
     if r == "syrk":
         return 1.0 * c.n * (c.n + 1) * c.k
-    if r in ("trmm", "trsm", "trmm_out"):
+    if r in ("trmm", "trsm", "trmm_out", "trsm_batched"):
         t = c.m if c.side == "L" else c.n
-        return 1.0 * c.m * c.n * t
+        return 1.0 * c.m * c.n * t * (len(c.blocks) if r == "trsm_batched" else 1)
     if r == "trsm_inv":
         return 1.0 * c.n ** 3
     if r in ("lauum", "trtri", "potrf"):

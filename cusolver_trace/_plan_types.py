@@ -31,7 +31,10 @@ class Call(NamedTuple):
     (:func:`~cusolver_trace.plans.inverse_plan`): ``"trsm"`` (C ← alpha·op(T)⁻¹·C (side L)
     or alpha·C·op(T)⁻¹ (R), T triangular at ``a``, in place), ``"trmm_out"``
     (C ← alpha·op(T)·B (side L) or alpha·B·op(T) (R), T at ``a``, B at ``b``, C at ``c``:
-    out of place, C not read), and the stream pseudo-calls
+    out of place, C not read),
+    ``"trsm_batched"`` (``"trsm"`` on every ``(c, a)`` pair of ``blocks``, all ``m × n``
+    with the same side, trans, uplo and alpha: one cublas<t>trsmBatched; ``c`` and ``a`` are
+    the first pair's), the stream pseudo-calls
     ``"record"`` (record event ``event`` on stream ``stream``: cudaEventRecord) and
     ``"wait"`` (stream ``stream`` waits for event ``event``: cudaStreamWaitEvent).
     ``stream`` is the stream a call is issued on (0: torch's current stream; 1, 2, …:
@@ -53,6 +56,7 @@ class Call(NamedTuple):
     beta: float = 1.0
     stream: int = 0
     event: int = -1
+    blocks: tuple = ()
 
 
 def element_offset(i: int, j: int, lda: int) -> int:

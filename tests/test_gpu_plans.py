@@ -27,7 +27,8 @@ def blocking(monkeypatch):
 @pytest.mark.parametrize("n", [1, 7, 300, 1500])
 @pytest.mark.parametrize("opts", [dict(), dict(streams=1), dict(fill="kernel"),
                                   dict(streams=3, trmm_kernel="gemm", lauum_diag="trmm"),
-                                  dict(trtri_scratch=True)])
+                                  dict(trtri_scratch=True),
+                                  dict(trtri_batched=True, streams=3, fill="kernel")])
 def test_gemm_lauum_pot03(blocking, dtype, upper, n, opts):
     blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192, **opts)
     A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
@@ -103,9 +104,11 @@ def test_spd_inverse_gpu_raises_like_potrf(method):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [5, 700])
-def test_potrf_gemm_lauum_gpu(blocking, dtype, upper, n):
+@pytest.mark.parametrize("batched", [False, True])
+def test_potrf_gemm_lauum_gpu(blocking, dtype, upper, n, batched):
     blocking["gemm_lauum"][dtype].update(trtri_base=128, trmm_base=256, lauum_block=192,
-                                         potrf_base=160, streams=3, fill="kernel")
+                                         potrf_base=160, streams=3, fill="kernel",
+                                         trtri_batched=batched)
     A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n, batch=(2,))
     X = ct.spd_inverse(A, upper, method="potrf_gemm_lauum")
     assert torch.equal(X, X.mH) and float(checks.pot03(A, X, upper)) < 30

@@ -14,6 +14,8 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cusolver_trace as ct
 from cusolver_trace import checks, plans, routines
@@ -56,7 +58,10 @@ def _tol(dtype):
                                   dict(trtri_scratch=True), dict(trtri_scratch=True,
                                                                  trmm_kernel="gemm"),
                                   dict(trtri_scratch="triangle"),
-                                  dict(trtri_scratch="triangle", trmm_kernel="gemm", streams=3)])
+                                  dict(trtri_scratch="triangle", trmm_kernel="gemm", streams=3),
+                                  dict(trtri_batched=True, trtri_base=3, streams=3),
+                                  dict(trtri_batched=True, trtri_scratch="triangle",
+                                       trtri_base=4)])
 def test_inverse_plan_computes_the_inverse(dtype, upper, n, opts):
     A = _spd(n, dtype, seed=n)
     p = inverse_plan(n, upper, dtype=dtype, **{**SMALL, **opts})
@@ -149,6 +154,10 @@ def _random_call_cases():
         Call("syrk", "L", 4, 4, (6, 6), k=3, a=(1, V + 6), trans="C"),
         Call("lauum", "U", 5, 5, (3, V + 3)),
         Call("trsm_inv", "L", 4, 4, (4, 4)),
+        Call("trsm_batched", "L", 3, 3, (0, V), a=(0, 0), side="L",
+             blocks=(((0, V), (0, 0)), ((5, V + 5), (5, 5)), ((9, V + 9), (9, 9)))),
+        Call("trsm_batched", "U", 2, 2, (1, V + 1), a=(1, 1), side="R", trans="C",
+             blocks=(((1, V + 1), (1, 1)), ((6, V + 6), (6, 6)))),
     ]
 
 
@@ -298,12 +307,13 @@ def _run_order(ops, order, factor, n, matrices=2):
     return buf[0].mT.clone()
 
 
-@pytest.mark.parametrize("scratch", [False, True, "triangle"])
-def test_every_order_the_streams_allow_gives_the_sequential_result(scratch):
+@pytest.mark.parametrize("scratch,batched", [(False, False), (True, False), ("triangle", False),
+                                             ("triangle", True)])
+def test_every_order_the_streams_allow_gives_the_sequential_result(scratch, batched):
     n = 40
     A = _spd(n, torch.float64, seed=1)
     L = torch.linalg.cholesky(A)
-    p = inverse_plan(n, **SMALL, streams=3, trtri_scratch=scratch)
+    p = inverse_plan(n, **SMALL, streams=3, trtri_scratch=scratch, trtri_batched=batched)
     assert p.matrices == (3 if scratch is True else 2)
     ops, preds = _graph(p.calls)
     ref = _run_order(ops, list(range(len(ops))), L, n, p.matrices)
@@ -436,7 +446,8 @@ def test_spd_inverse_op_runs_every_method_through_the_entry_point(monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [1, 6, 29, 61])
-@pytest.mark.parametrize("opts", [dict(), dict(syrk_kernel="syrk", streams=3)])
+@pytest.mark.parametrize("opts", [dict(), dict(syrk_kernel="syrk", streams=3),
+                                  dict(trtri_batched=True, trtri_base=5, streams=3)])
 def test_spd_inverse_plan_factors_and_inverts(dtype, upper, n, opts):
     A = _spd(n, dtype, seed=n)
     mask = torch.ones(n, n, dtype=torch.bool)
@@ -493,3 +504,33 @@ def test_spd_inverse_potrf_gemm_lauum_method(upper):
     with pytest.raises(ct.NotPositiveDefiniteError, match="order 21"):
         ct.spd_inverse(B, upper, method="potrf_gemm_lauum")
     assert ct.spd_inverse_method(A, "potrf_gemm_lauum") == "potrf_gemm_lauum"
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 70), base=st.integers(1, 20), block=st.integers(1, 16),
+       upper=st.booleans(), streams=st.integers(1, 4),
+       scratch=st.sampled_from([False, True, "triangle"]))
+def test_property_batched_diagonal_inversion_is_the_same_plan(n, base, block, upper, streams,
+                                                              scratch):
+    """``trtri_batched``: every diagonal block of order <= trtri_base in one trsm_batched call
+    per order, before the rest; the schedule is proved, the diagonal blocks are each inverted
+    once, and the result is the inverse (the factor's other triangle NaN, never read)."""
+    A = _spd(n, torch.float64, seed=n + 7 * base)
+    p = inverse_plan(n, upper, dtype="float64", trtri_base=base, block=block,
+                     trtri_batched=True, streams=streams, trtri_scratch=scratch)
+    check_schedule(p.calls)
+    diag = [c for c in p.calls if c.routine in ("trsm", "trsm_batched")]
+    orders = [c.m for c in diag]
+    assert len(orders) == len(set(orders)) and all(m <= base for m in orders)
+    leaves = sorted((a[0], c.m) for c in diag for _, a in (c.blocks or ((c.c, c.a),)))
+    assert [o for o, _ in leaves] == list(np.cumsum([0] + [m for _, m in leaves]))[:-1]
+    assert sum(m for _, m in leaves) == n   # the diagonal, each block once
+    X = run_inverse_reference(p, _garbage_factor(A, upper))
+    assert torch.isfinite(X).all() and torch.equal(X, X.mH)
+    ref = torch.linalg.inv(A)
+    assert (X - ref).abs().max() <= 1e-10 * ref.abs().max()
+
+
+def test_trtri_batched_must_be_a_bool():
+    with pytest.raises(ValueError, match="trtri_batched must be True or False"):
+        inverse_plan(10, trtri_batched="yes")

@@ -192,6 +192,14 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor, *, extra=()):
         elif c.routine == "trsm":
             cb.trsm(t, r.blas, _side(c.side), u, operation(c.trans, dt.is_complex), cb.NON_UNIT,
                     c.m, c.n, sc(t, c.alpha), p(c.a), lda, p(c.c), lda)
+        elif c.routine == "trsm_batched":   # device arrays of the T pointers, then the C's
+            ptrs = torch.tensor([p(ai) for _, ai in c.blocks] + [p(ci) for ci, _ in c.blocks],
+                                dtype=torch.int64)
+            with torch.cuda.stream(r.torch):   # allocated and copied on the call's stream
+                dev = ptrs.to(w.device, non_blocking=True)
+            cb.trsmBatched(t, r.blas, _side(c.side), u, operation(c.trans, dt.is_complex),
+                           cb.NON_UNIT, c.m, c.n, sc(t, c.alpha), dev.data_ptr(), lda,
+                           dev.data_ptr() + 8 * len(c.blocks), lda, len(c.blocks))
         elif c.routine == "syrk":
             cb.syrk(t, r.blas, u, operation(c.trans, dt.is_complex), c.n, c.k,
                     sc(real_t, c.alpha), p(c.a), lda, sc(real_t, c.beta), p(c.c), lda)

@@ -68,8 +68,13 @@ _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel"
 #: (2026-12-03, benchmarks/results/h200-2026-12-03-c, scripts/runC.sh, no check): trtri_base
 #: 512, 6 streams, lauum_block 256 is the best or within 1 % of it at 4096 / 8192 / 16384:
 #: 2.47 / 10.63 / 66.2 ms against 3.15 / 11.47 / 71.1 with 1024, 2 streams, 512.
-_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 512, "streams": 6, "lauum_block": 256,
-                                    "trtri_scratch": "triangle", "fill": "kernel"},
+#: Then (2026-12-03, session 11, devrun/s11/tune3.py, same bench): the diagonal blocks
+#: inverted by one batched trsm (trtri_batched) with trtri_base 512, 4 streams: 1.956 / 8.885 /
+#: 63.26 ms at 4096 / 8192 / 16384 against 2.577 / 9.965 / 66.72 with the trsm per block
+#: (trtri_base 128 / 256 and 6 streams within 1-8 % of it; lauum_block 512 slower).
+_GEMM_LAUUM_BY_DTYPE = {"float64": {"trtri_base": 512, "streams": 4, "lauum_block": 256,
+                                    "trtri_scratch": "triangle", "fill": "kernel",
+                                    "trtri_batched": True},
                         "float32": {"trtri_base": 1024, "fill": "kernel"},
                         "complex64": {"trtri_base": 1024, "fill": "kernel"},
                         "complex128": {"trtri_base": 1024, "fill": "kernel"}}

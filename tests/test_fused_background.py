@@ -312,8 +312,12 @@ def test_the_thread_starts_once_the_extra_is_available(monkeypatch):
     monkeypatch.setattr(B, "_WORKER", None)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
     monkeypatch.setattr(T, "_AVAILABLE", True)
+    monkeypatch.setattr(F, "_PREPARED", False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(L, "_DEVICE", {0: (SM, LIMIT)})   # the facts are read (here: known)
     assert F.available() is None
     assert B._WORKER is not None and B._WORKER.is_alive() and B._QUEUE.puts == 0
+    monkeypatch.setattr(F, "_PREPARED", False)
     monkeypatch.setattr(T, "_AVAILABLE", False)
     monkeypatch.setattr(T, "_tools", lambda: (_ for _ in ()).throw(
         T.FusedUnavailableError("no extra")))

@@ -61,7 +61,7 @@ CuPy replaced by fakes (``tests/test_fused_background.py``).
 from __future__ import annotations
 
 from ._fused_build import TUNED, Request, builds_awaited, make_key  # noqa: F401
-from ._fused_launch import _arg_buffer, _run, kernel, ready  # noqa: F401
+from ._fused_launch import _arg_buffer, _device_facts, _run, kernel, ready  # noqa: F401
 from ._fused_layout import (CUSOLVERDX_STATIC_SMEM, LAYOUT, LAYOUTS, OPS,  # noqa: F401
                             SMEM_LIMIT, FusedKey, arrangement_of, fits, grid_size, plan_call,
                             rhs_chunk, shared_bytes, tail)
@@ -82,18 +82,27 @@ __all__ = ["EXTRA", "FusedUnavailableError", "FusedKey", "OPS", "arrangement_of"
 def available() -> str | None:
     """None when the fused method can run here, else the reason (one line); a yes is
     remembered for the process. Once it is yes, the background thread that finds and
-    builds the kernels ``auto`` asks for (:func:`ready`) is started, idle until then: the
-    first call of a new shape then only queues its kernel.
+    builds the kernels ``auto`` asks for (:func:`ready`) is started, idle until then, and
+    the current device's facts (compute capability, shared memory) are read: the first call
+    of a new shape then only queues its kernel.
 
     Examples
     --------
     >>> available() is None or "pip install" in available() or "GPU" in available()
     True
     """
+    global _PREPARED
     why = _available()
-    if why is None:
+    if why is None and not _PREPARED:
+        import torch
+
         start_worker()
+        _device_facts(torch.cuda.current_device())   # the first call of a shape needs them
+        _PREPARED = True
     return why
+
+
+_PREPARED = False
 
 
 # --------------------------------------------------------------------------- backend routines

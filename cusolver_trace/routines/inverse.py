@@ -355,7 +355,7 @@ def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs"
           GEMM-class cuBLAS kernels: the potri amount of work (2n³/3) instead of
           potrs's 2n³. On the CPU the same plans run with torch ops (for checking).
         * ``"gemm_lauum"`` — trtri into an identity buffer, then the lauum as one GEMM
-          per block row, independent parts on several streams (six in float64, two in
+          per block row, independent parts on several streams (four in float64, two in
           the other dtypes; :func:`plans.inverse_plan`);
           ``"gemm_lauum_emu"`` the same with cuBLAS's FP64 emulation (GPU only, opt-in).
           On the CPU ``gemm_lauum`` runs its plan with torch ops (for checking).

@@ -41,7 +41,7 @@ def _case(**kw):
     row = {"batch": 1000, "n": 64, "dtype": "float64", "torch_s": 0.0003, "first_auto_s": 0.0005,
            "method_after_first": "torch", "first_pot03": 0.4, "ratio": 0.0005 / 0.0003,
            "calls_until_fused": 412, "s_until_fused": 22.1, "after_method": "fused",
-           "after_s": 0.0002, "after_pot03": 0.5}
+           "after_s": 0.0002, "after_pot03": 0.5, "slowest_next_s": 0.0009}
     row.update(kw)
     return row
 
@@ -81,7 +81,7 @@ def test_goals_and_table():
     assert got["1000 x 64: call 10 after that"] == ("fused, 0.200 ms", True)
     assert got["warmup of the default list (cold cache, fresh process)"][1]
     text = mod.table(results)
-    assert "| 1000 x 64 | 0.300 | 0.500 | 1.67 | torch | 412 | 22.1 | fused | 0.200 |" in text
+    assert "| 1000 x 64 | 0.300 | 0.500 | 1.67 | torch | 412 | 22.1 | 0.900 | fused | 0.200 |" in text
     assert "warmup: 3 kernels in 48.0 s (2 compiled, 1 cached, 0 failed" in text
     assert "| 300 x 100: first auto call / torch (goal <= 2) | 3.00 | NO |" in text
     # a case that never switched, a bad first result and a warm-up that failed are not met

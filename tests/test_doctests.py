@@ -68,7 +68,6 @@ NO_EXAMPLES = {
                                   "and runs plans of them",
     "cusolver_trace.backends.cuda_lu": _GPU,
     "cusolver_trace.backends.cuda_eigh": _GPU,
-    "cusolver_trace.backends.fused": _GPU,
     "cusolver_trace.backends._fused_launch": _GPU,
     "cusolver_trace.backends._fused_build": "builds kernels with the cuda13-fused extra's "
                                             "compilers: tests/test_fused_background.py fakes them",

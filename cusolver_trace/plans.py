@@ -68,7 +68,8 @@ _GEMM_LAUUM = {"trtri_base": 512, "block": 256, "trmm_base": 1024, "trmm_kernel"
 #: (2026-12-03, benchmarks/results/h200-2026-12-03-c, scripts/runC.sh, no check): trtri_base
 #: 512, 6 streams, lauum_block 256 is the best or within 1 % of it at 4096 / 8192 / 16384:
 #: 2.47 / 10.63 / 66.2 ms against 3.15 / 11.47 / 71.1 with 1024, 2 streams, 512.
-#: Then (2026-12-03, session 11, devrun/s11/tune3.py, same bench): the diagonal blocks
+#: Then (2026-12-03, session 11, same bench: benchmarks/results/h200-2026-12-03-d, run2_tune3.txt,
+#: scripts/tune3.py): the diagonal blocks
 #: inverted by one batched trsm (trtri_batched) with trtri_base 512, 4 streams: 1.956 / 8.885 /
 #: 63.26 ms at 4096 / 8192 / 16384 against 2.577 / 9.965 / 66.72 with the trsm per block
 #: (trtri_base 128 / 256 and 6 streams within 1-8 % of it; lauum_block 512 slower).
@@ -444,7 +445,7 @@ def spd_inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) 
     Parameters as :func:`inverse_plan` plus ``potrf_base`` and ``syrk_kernel`` (defaults in
     ``BLOCKING["gemm_lauum"]``). With ``trtri_batched`` (float64's default) the diagonal
     blocks' inversion waits for the whole factorization instead of overlapping it (22.8
-    against 22.3 ms at n = 8192 float64 on the H200, devrun/s11/tune3.py, while the inverse
+    against 22.3 ms at n = 8192 float64 on the H200, benchmarks/results/h200-2026-12-03-d/run2_tune3.txt, while the inverse
     alone gains 11 %). Work: potrf n³/3 + the inverse's.
 
     Examples

@@ -445,8 +445,9 @@ def spd_inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) 
     Parameters as :func:`inverse_plan` plus ``potrf_base`` and ``syrk_kernel`` (defaults in
     ``BLOCKING["gemm_lauum"]``). With ``trtri_batched`` (float64's default) the diagonal
     blocks' inversion waits for the whole factorization instead of overlapping it (22.8
-    against 22.3 ms at n = 8192 float64 on the H200, benchmarks/results/h200-2026-12-03-d/run2_tune3.txt, while the inverse
-    alone gains 11 %). Work: potrf n³/3 + the inverse's.
+    against 22.3 ms at n = 8192 float64 on the H200, while the inverse alone gains 11 %:
+    ``benchmarks/results/h200-2026-12-03-d/run2_tune3.txt``). Work: potrf n³/3 + the
+    inverse's.
 
     Examples
     --------

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -47,7 +48,8 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
     for part in text.split(","):
         bits = part.split("x")
         if len(bits) != 2 or not all(b.isdigit() and int(b) >= 1 for b in bits):
-            raise ValueError(f"a case is BATCHxN with both >= 1, got {part!r}")
+            raise argparse.ArgumentTypeError(f"a case is BATCHxN with both ints >= 1 (as "
+                                             f"1000x64,300x100), got {part!r}")
         out.append((int(bits[0]), int(bits[1])))
     return out
 
@@ -193,22 +195,40 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def seconds(text: str) -> float:
+    """A finite number of seconds > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return v
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from cusolver_trace._argparse import Parser
+    from cusolver_trace._paths import output_problem
+
+    p = Parser(prog="first_call.py", description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--cases", type=parse_cases, default=list(CASES), help="BATCHxN,... (float64)")
-    p.add_argument("--timeout", type=float, default=600.0,
+    p.add_argument("--timeout", type=seconds, default=600.0,
                    help="seconds to wait for auto to run fused, per case, and for the warm-up")
     p.add_argument("--json", default="first_call.json", help="where to write the results")
     p.add_argument("--no-warmup", action="store_true", help="skip timing cusolver-trace warmup")
     args = p.parse_args(argv)
-    cache = tempfile.mkdtemp(prefix="first-call-")
-    os.environ.update(cold_env(cache))      # before any kernel is looked for
-    os.environ.pop("CUSOLVER_TRACE_CACHE", None)   # (it would win over XDG_CACHE_HOME)
+    problem = output_problem(args.json, "--json")   # before minutes of work
+    if problem is not None:
+        print(f"first_call: {problem}", file=sys.stderr)
+        return 2
     import torch
 
     if not torch.cuda.is_available():
         print("first_call: needs a CUDA GPU", file=sys.stderr)
         return 2
+    cache = tempfile.mkdtemp(prefix="first-call-")
+    os.environ.update(cold_env(cache))      # before any kernel is looked for
+    os.environ.pop("CUSOLVER_TRACE_CACHE", None)   # (it would win over XDG_CACHE_HOME)
     import cusolver_trace as ct
     from cusolver_trace import checks, routines
 

@@ -113,12 +113,19 @@ def positive(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from cusolver_trace._argparse import Parser
+    from cusolver_trace._paths import output_problem
+
+    p = Parser(prog="large_n_table.py", description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("out", help="JSON file for the rows")
     p.add_argument("--n", type=orders, default=[4096, 8192, 16384], help="orders, comma-separated")
     p.add_argument("--repeat", type=positive, default=7, help="timed calls per row (median)")
     p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
     args = p.parse_args(argv)
+    problem = output_problem(args.out, "out")   # before minutes of work
+    if problem is not None:
+        print(f"large_n_table: {problem}", file=sys.stderr)
+        return 2
     import torch
 
     if not torch.cuda.is_available():

@@ -53,6 +53,25 @@ def output_problem(path: str, flag: str) -> str | None:
     return None
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one regular file: the same inode where both exist (hard
+    and symbolic links included), else the same resolved path (one that does not exist yet);
+    devices such as ``/dev/null`` may be shared. What keeps an output from overwriting an
+    input, or a second output.
+
+    Examples
+    --------
+    >>> same_file("/nonexistent/a.json", "/nonexistent/../nonexistent/a.json")
+    True
+    >>> same_file("/dev/null", "/dev/null")
+    False
+    """
+    try:
+        return os.path.samefile(a, b) and os.path.isfile(a)
+    except (OSError, ValueError):  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def gpu_absent_reason() -> str | None:
     """Why no NVIDIA GPU can be visible to this process, found without importing torch or
     initializing CUDA (None: one may be): ``CUDA_VISIBLE_DEVICES`` hides every device, or

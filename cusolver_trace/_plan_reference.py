@@ -141,6 +141,8 @@ def run_inverse_reference(plan: Plan, factor: torch.Tensor, info: list | None = 
     factorization info. Streams and events are ignored: the list order is the sequential
     order that :func:`~cusolver_trace.plans.check_schedule` proves the streams equivalent to."""
     n = factor.shape[-1]
+    if n == 0 or factor.numel() == 0:   # nothing to invert: the empty result
+        return factor.new_zeros(factor.shape)
     batch = factor.reshape(-1, n, n)
     q = plan.matrices
     buf = torch.zeros((batch.shape[0], q, n, n), dtype=factor.dtype, device=factor.device)

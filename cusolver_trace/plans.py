@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ._dtypes import dtype_info
 from ._plan_reference import (first_info, hermitian_fill, run_inverse_reference,
                               run_plan_reference, triangle)
@@ -311,6 +313,13 @@ def transpose_call(c: Call, n: int) -> Call:
     raise ValueError(f"unknown routine {r!r} in plan")
 
 
+def _order(n) -> int:
+    """``n`` as the plans' matrix order: an int >= 0 (numpy integers too, not bool)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    return int(n)
+
+
 def _gemm_lauum_params(dtype, overrides):
     name = dtype_info(dtype).name
     p = dict(_blocking("gemm_lauum")[name])
@@ -382,7 +391,7 @@ def inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) -> P
     >>> check_schedule(p.calls)
     """
     p = _gemm_lauum_params(dtype, params)
-    return _inverse_plan(int(n), bool(upper), tuple(sorted(p.items())))
+    return _inverse_plan(_order(n), bool(upper), tuple(sorted(p.items())))
 
 
 @functools.lru_cache(maxsize=64)
@@ -457,7 +466,7 @@ def spd_inverse_plan(n: int, upper: bool = False, *, dtype="float64", **params) 
     >>> check_schedule(p.calls)
     """
     p = _gemm_lauum_params(dtype, params)
-    return _spd_inverse_plan(int(n), bool(upper), tuple(sorted(p.items())))
+    return _spd_inverse_plan(_order(n), bool(upper), tuple(sorted(p.items())))
 
 
 @functools.lru_cache(maxsize=64)

@@ -4,6 +4,8 @@ its refusal where it cannot run. The measurement itself needs a GPU and the cuda
 extra."""
 from __future__ import annotations
 
+import argparse
+
 import importlib.util
 import json
 import subprocess
@@ -50,8 +52,22 @@ def test_parse_cases():
     mod = _script()
     assert mod.parse_cases("1000x64,300x100") == [(1000, 64), (300, 100)]
     for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", ""):
-        with pytest.raises(ValueError):
+        with pytest.raises(argparse.ArgumentTypeError, match="BATCHxN"):
             mod.parse_cases(bad)
+
+
+@pytest.mark.parametrize("argv", [["--cases", "bad"], ["--timeout", "nan"], ["--timeout", "-1"],
+                                  ["--timeout", "0"], ["--cases", "4x4", "--cases", "8x8"]])
+def test_bad_arguments_exit_2_with_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        _script().main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "error:" in err
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
+    assert _script().main(["--json", str(tmp_path / "missing" / "out.json")]) == 2
+    assert "no such folder" in capsys.readouterr().err
 
 
 def test_cold_env_names_only_the_fresh_cache(monkeypatch):

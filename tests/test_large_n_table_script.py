@@ -33,7 +33,13 @@ def test_orders_are_ints_of_at_least_one_or_refused(text):
 def test_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         table.main(argv)
-    assert e.value.code == 2 and "error: argument" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "error: argument" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
+    assert table.main([str(tmp_path / "missing" / "o.json"), "--n", "64"]) == 2
+    assert "no such folder" in capsys.readouterr().err
 
 
 def test_without_a_gpu_it_says_so(tmp_path, capsys):

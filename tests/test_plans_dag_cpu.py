@@ -535,3 +535,17 @@ def test_property_batched_diagonal_inversion_is_the_same_plan(n, base, block, up
 def test_trtri_batched_must_be_a_bool():
     with pytest.raises(ValueError, match="trtri_batched must be True or False"):
         inverse_plan(10, trtri_batched="yes")
+
+
+@pytest.mark.parametrize("bad", [-1, 2.7, "5", True, None, "x"])
+@pytest.mark.parametrize("make", [inverse_plan, plans.spd_inverse_plan])
+def test_plans_refuse_an_order_that_is_not_an_int_at_least_0(make, bad):
+    with pytest.raises(ValueError, match="n must be an int >= 0"):
+        make(bad)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4, 4)])
+@pytest.mark.parametrize("make", [inverse_plan, plans.spd_inverse_plan])
+def test_reference_of_an_empty_input_is_empty(make, shape):
+    X = run_inverse_reference(make(shape[-1], trtri_batched=True), torch.zeros(shape))
+    assert X.shape == shape

@@ -149,3 +149,29 @@ def test_trace_says_at_once_when_no_gpu_can_be_visible(tmp_path, monkeypatch, ca
     out, err = capsys.readouterr()
     assert rc == 3 and "ran" in out
     assert "no library call can be logged" in err and "CUDA_VISIBLE_DEVICES is empty" in err
+
+
+def test_compare_json_never_overwrites_its_matrix_file_through_a_hard_link(tmp_path, capsys):
+    """A hard link has another path but the same inode: ``--json`` through it is refused."""
+    import numpy as np
+
+    src = tmp_path / "in.npy"
+    np.save(src, np.array([[4.0, 2.0], [2.0, 3.0]]))
+    link = tmp_path / "hard.npy"
+    os.link(src, link)
+    before = src.read_bytes()
+    assert cli_main(["compare", "--op", "cholesky", "--n", "2", "--matrix", f"file:{src}",
+                     "--json", str(link)]) == 2
+    assert "it would be overwritten" in one_line(capsys.readouterr().err)
+    assert src.read_bytes() == before
+
+
+def test_sweep_outputs_that_are_one_file_through_a_hard_link_are_refused(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    out.write_text("{}")
+    link = tmp_path / "s.csv"
+    os.link(out, link)
+    assert cli_main(["sweep", "--op", "cholesky", "--n", "4", "--out", str(out),
+                     "--csv", str(link)]) == 2
+    assert "name the same file" in one_line(capsys.readouterr().err)
+    assert out.read_text() == "{}"

@@ -53,8 +53,8 @@ def build_parser(commands=None) -> argparse.ArgumentParser:
     full = set(COMMANDS) if commands is None else set(commands)
     parser = Parser(
         prog="cusolver-trace",
-        description="Call cuSOLVER directly, replay the calls torch makes for its Cholesky family, "
-                    "and check results and timing against torch.")
+        description="Call cuSOLVER directly, replay the calls torch makes for its Cholesky, LU "
+                    "and eigh ops, and check results and timing against torch.")
     parser.add_argument("--version", action="version", version=f"cusolver-trace {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 title="commands (cusolver-trace COMMAND --help for each)")

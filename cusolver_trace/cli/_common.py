@@ -361,11 +361,13 @@ def distinct_outputs(**paths) -> None:
     ------
     UsageError
     """
-    seen = {}
+    from .._paths import same_file
+
+    seen = []
     for flag, path in paths.items():
         if path in (None, "-"):
             continue
-        key = os.path.realpath(path)
-        if key in seen:
-            raise UsageError(f"--{seen[key]} and --{flag} name the same file {path}")
-        seen[key] = flag
+        for other, first in seen:
+            if same_file(path, other):
+                raise UsageError(f"--{first} and --{flag} name the same file {path}")
+        seen.append((path, flag))

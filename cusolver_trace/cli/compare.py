@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import math
-import os
 
 from .. import ops
+from .._paths import same_file
 from ._common import (EXIT_MISMATCH, EXIT_OK, UsageError, add_format, add_option_flags,
                       check_memory, choice, console, csv_of, dtype_name, integer, option_sets,
                       options_label, output_path, resolve_device, write_json)
@@ -119,7 +119,7 @@ def run(args) -> int:
     spec = parse_matrix_spec(args.matrix)
     spec.check(op.structure)   # before anything is printed: one line, exit 2
     if spec.kind == "file" and json_path not in (None, "-") and \
-            os.path.realpath(json_path) == os.path.realpath(spec.params["path"]):
+            same_file(json_path, spec.params["path"]):
         raise UsageError(f"--json {args.json} is the input of --matrix {args.matrix}; it would be "
                          "overwritten")
     device = resolve_device(args.device)

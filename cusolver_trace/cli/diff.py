@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     ...                        section_b=None, limit=10, json=None))
     2
     """
-    from ..tracing.command import _same_file, whole_writes
+    from .._paths import same_file
+    from ..tracing.command import whole_writes
     from ..tracing.diff import TraceInputError
     from ._common import UsageError, output_path
 
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as e:
         return fail(str(e))
     for name, path in (("A", args.a), ("B", args.b)):
-        if args.json not in (None, "-") and _same_file(args.json, path):
+        if args.json not in (None, "-") and same_file(args.json, path):
             return fail(f"--json {args.json} is the input {name}; it would be overwritten")
     try:
         with whole_writes():

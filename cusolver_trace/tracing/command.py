@@ -21,7 +21,7 @@ import tempfile
 import traceback
 from typing import Sequence
 
-from .._paths import output_problem
+from .._paths import output_problem, same_file
 
 __all__ = ["register", "run", "main", "build_parser", "positive_seconds",
            "EXIT_OK", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_INTERRUPTED"]
@@ -273,15 +273,6 @@ def whole_writes():
     return manager()
 
 
-def _same_file(a: str, b: str) -> bool:
-    """``a`` and ``b`` are one regular file (or one path that does not exist yet);
-    devices such as ``/dev/null`` may be shared."""
-    try:
-        return os.path.samefile(a, b) and os.path.isfile(a)
-    except (OSError, ValueError):  # one of them does not exist (yet)
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def _os_error_text(e: OSError) -> str:
     """One line for an ``OSError``: ``"PATH: reason"`` when it names a file."""
     reason = e.strerror or str(e)
@@ -428,7 +419,7 @@ def _run(args: argparse.Namespace, say) -> int:
     inputs += [("the command", p) for p in command_inputs(command)]
     for i, (option, path) in enumerate(outputs):
         for other, other_path in outputs[i + 1:] + inputs:
-            if _same_file(path, other_path):
+            if same_file(path, other_path):
                 if other == "the command":
                     raise _Failure(f"{option} {path} is a file the command reads "
                                    f"({other_path}); it would be overwritten")

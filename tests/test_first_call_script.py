@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,6 +56,18 @@ def test_parse_cases():
     for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="BATCHxN"):
             mod.parse_cases(bad)
+
+
+@given(st.text(max_size=12))
+def test_timeout_is_a_finite_number_of_seconds_above_0_or_refused(text):
+    import math
+
+    try:
+        got = _script().seconds(text)
+    except argparse.ArgumentTypeError as e:
+        assert repr(text) in str(e)
+        return
+    assert got == float(text) and math.isfinite(got) and got > 0
 
 
 @pytest.mark.parametrize("argv", [["--cases", "bad"], ["--timeout", "nan"], ["--timeout", "-1"],

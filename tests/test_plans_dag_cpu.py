@@ -526,7 +526,10 @@ def test_property_batched_diagonal_inversion_is_the_same_plan(n, base, block, up
     leaves = sorted((a[0], c.m) for c in diag for _, a in (c.blocks or ((c.c, c.a),)))
     assert [o for o, _ in leaves] == list(np.cumsum([0] + [m for _, m in leaves]))[:-1]
     assert sum(m for _, m in leaves) == n   # the diagonal, each block once
-    X = run_inverse_reference(p, _garbage_factor(A, upper))
+    F = _garbage_factor(A, upper)
+    before = F.clone()
+    X = run_inverse_reference(p, F)
+    torch.testing.assert_close(F, before, rtol=0, atol=0, equal_nan=True)   # input unchanged
     assert torch.isfinite(X).all() and torch.equal(X, X.mH)
     ref = torch.linalg.inv(A)
     assert (X - ref).abs().max() <= 1e-10 * ref.abs().max()
@@ -549,3 +552,16 @@ def test_plans_refuse_an_order_that_is_not_an_int_at_least_0(make, bad):
 def test_reference_of_an_empty_input_is_empty(make, shape):
     X = run_inverse_reference(make(shape[-1], trtri_batched=True), torch.zeros(shape))
     assert X.shape == shape
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.one_of(st.integers(-3, 40), st.floats(allow_nan=True), st.text(max_size=4),
+                   st.booleans(), st.none()))
+def test_property_plans_take_an_int_order_at_least_0_or_refuse_it(n):
+    ok = isinstance(n, int) and not isinstance(n, bool) and n >= 0
+    for make in (inverse_plan, plans.spd_inverse_plan):
+        if ok:
+            assert make(n, trtri_batched=True).n == n
+        else:
+            with pytest.raises(ValueError, match="n must be an int >= 0"):
+                make(n)

@@ -60,14 +60,13 @@ CuPy replaced by fakes (``tests/test_fused_background.py``).
 """
 from __future__ import annotations
 
-from ._fused_build import TUNED, Request, builds_awaited, make_key  # noqa: F401
+from ._fused_build import TUNED, Request, builds_awaited, make_key, start_worker  # noqa: F401
 from ._fused_launch import _arg_buffer, _device_facts, _run, kernel, ready  # noqa: F401
 from ._fused_layout import (CUSOLVERDX_STATIC_SMEM, LAYOUT, LAYOUTS, OPS,  # noqa: F401
                             SMEM_LIMIT, FusedKey, arrangement_of, fits, grid_size, plan_call,
                             rhs_chunk, shared_bytes, tail)
 from ._fused_source import (_KERNEL, DiskCache, cache_key, default_cache_dir,  # noqa: F401
                             kernel_source)
-from ._fused_build import start_worker
 from ._fused_toolchain import (EXTRA, FusedUnavailableError, _tools,  # noqa: F401
                                compile_kernel, missing_extra_message, suggested, versions)
 from ._fused_toolchain import available as _available

@@ -121,7 +121,7 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
     monkeypatch.setattr(B, "_BUILD_IN", B.build_here)   # the fakes live in this process
     monkeypatch.setattr(B, "DELAY", 0.0)
-    for name in ("_MODULES", "_CALLS", "_WARNED"):
+    for name in ("_MODULES", "_CALLS", "_WARNED", "_REQUESTS"):
         monkeypatch.setattr(L, name, type(getattr(L, name))())
     monkeypatch.setattr(L, "_DEVICE", {0: (SM, LIMIT), 1: (SM, LIMIT)})
     yield compiler
@@ -304,6 +304,24 @@ def test_the_background_thread_waits_before_it_handles_a_request(fake, monkeypat
     (job,) = B._JOBS.values()
     job.exception(timeout=WAIT)
     assert fake.started[0] - t >= 0.3 and len(fake.keys) == 1
+
+
+def test_calls_while_a_kernel_builds_reuse_its_request(fake, monkeypatch):
+    """The calls ``auto`` serves while a kernel is built ask for it again each time: the
+    plan and the Request are made once per kind of call, and the answer stays False until
+    the build ends, then True."""
+    gate = threading.Event()
+    monkeypatch.setattr(B, "_BUILD_IN", lambda req: (gate.wait(WAIT), B.build_here(req))[1])
+    plans = []
+    real = L.plan_call
+    monkeypatch.setattr(L, "plan_call", lambda *a: plans.append(a) or real(*a))
+    x = FakeCuda(16)
+    assert [F.ready("inverse", x, False, True) for _ in range(5)] == [False] * 5
+    assert len(plans) == 1 and len(B._JOBS) == 1 and B._QUEUE.puts == 1
+    gate.set()
+    drain()
+    assert F.ready("inverse", x, False, True) is True and len(plans) == 1
+    assert F.ready("inverse", FakeCuda(16), True, True) is False and len(plans) == 2   # upper
 
 
 def test_the_thread_starts_once_the_extra_is_available(monkeypatch):

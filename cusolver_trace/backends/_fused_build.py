@@ -177,10 +177,12 @@ def ready(req: Request) -> bool:
                 start_worker()
                 if not getattr(_AWAIT, "on", False):
                     return False   # this call runs the next rule, however soon the build ends
-    if not job.done() and getattr(_AWAIT, "on", False):
+    if not job.done():
+        if not getattr(_AWAIT, "on", False):
+            return False   # queued or building: the calls meanwhile cost this much
         with contextlib.suppress(CancelledError):
             job.exception()   # waits for the build
-    return job.done() and not job.cancelled() and job.exception() is None
+    return not job.cancelled() and job.exception() is None
 
 
 @contextlib.contextmanager

@@ -163,10 +163,19 @@ def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
     memo = (op, dtype, upper, in_a, None, layout, n, n, idx, None, None, None, bool(check))
     if memo in _CALLS:
         return True
-    plan = plan_call(op, dtype, upper, in_a, None, layout)
-    sm, limit = _device_facts(idx)
-    return _build.ready(Request(op, n, n, dtype, plan["upper"], plan["arr_a"], plan["arr_b"],
-                                sm, limit, None, None, plan["conj"], None, bool(check)))
+    req = _REQUESTS.get(memo)
+    if req is None:   # the first time: its plan and the device's facts, kept for the next
+        plan = plan_call(op, dtype, upper, in_a, None, layout)
+        sm, limit = _device_facts(idx)
+        req = Request(op, n, n, dtype, plan["upper"], plan["arr_a"], plan["arr_b"], sm, limit,
+                      None, None, plan["conj"], None, bool(check))
+        if len(_REQUESTS) >= 4096:   # many distinct shapes: start over rather than grow
+            _REQUESTS.clear()
+        _REQUESTS[memo] = req
+    return _build.ready(req)
+
+
+_REQUESTS: dict = {}   # ready()'s memo -> Request: the calls made while a kernel is built
 
 
 def _operand(x):

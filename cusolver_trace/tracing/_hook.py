@@ -269,6 +269,10 @@ def kineto_events(results, *, ops: bool = True) -> list[tuple]:
     if hasattr(results, "profiler"):
         results = results.profiler.kineto_results
     out = []
+    # Per activity kind, whether its events are on the GPU and whether they are record-function
+    # ranges drawn there (both follow from the kind in torch's KinetoEvent): str() of the
+    # device-type enum alone cost 3 µs an event, a third of this loop over ~10⁵ events.
+    kinds: dict = {}
     for e in results.events():
         try:
             kind = str(e.activity_type())
@@ -278,10 +282,29 @@ def kineto_events(results, *, ops: bool = True) -> list[tuple]:
             out.append(("cpu", e.start_ns(), e.duration_ns(), e.correlation_id(), "", 0, 0, 0, 0,
                         kind))
             continue
-        cuda = "CUDA" in str(e.device_type())
-        if cuda and ("annotation" in kind or _is_annotation(e)):
+        where = kinds.get(kind) if kind else None
+        if where is None:
+            cuda = "CUDA" in str(e.device_type())
+            where = (cuda, cuda and ("annotation" in kind or _is_annotation(e)))
+            if kind:
+                kinds[kind] = where
+        cuda, annotation = where
+        if annotation:
             continue
         gpu = cuda or kind in _GPU_KINDS
+        try:   # the fields every torch since 2.3 has, read directly
+            if gpu:
+                out.append(("cuda" if cuda else "cpu", e.start_ns(), e.duration_ns(),
+                            e.correlation_id(), e.name(), e.start_thread_id() if ops else 0,
+                            e.device_index(), e.device_resource_id(),
+                            e.linked_correlation_id() if ops else 0, kind))
+            else:
+                out.append(("cpu", e.start_ns(), e.duration_ns(), e.correlation_id(), e.name(),
+                            e.start_thread_id(), 0, 0,
+                            e.linked_correlation_id() if ops else 0, kind))
+            continue
+        except Exception:   # a field this torch lacks: 0 for it
+            pass
         out.append(("cuda" if cuda else "cpu", int(e.start_ns()), int(e.duration_ns()),
                     int(e.correlation_id()), e.name(),
                     _opt(e, "start_thread_id") if ops or not gpu else 0,
@@ -300,8 +323,9 @@ def _is_annotation(e) -> bool:
 
 
 # --------------------------------------------------------------------------- correlation
-def _field(e, i, default=0):
-    return e[i] if len(e) > i else default
+#: The fields after the first five of a :func:`kineto_events` tuple, where an event has only
+#: those five (thread, device index, stream, linked correlation id, activity kind).
+_PAD = (0, 0, 0, 0, "")
 
 
 def _is_api_event(name: str, kind: str) -> bool:
@@ -343,23 +367,27 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
     >>> c["names"], c["activities"]
     (['cusolverDnXpotrf'], [['kernel', 0, 0.02, 2.0, 0, 0, 0]])
     """
-    events = [tuple(e) for e in events]
+    # every event as the 10 fields of kineto_events (the fixture file's have 5)
+    events = [e if len(e) == 10 else (*e, *_PAD[len(e) - 5:]) for e in map(tuple, events)]
     t0 = min((e[1] for e in events), default=0)
     ticks, ops, gpu, launch, api_corr = [], [], [], {}, []
     for e in events:
-        dev, start, dur, corr, name = e[:5]
-        kind = _field(e, 9, "")
+        dev, start, dur, corr, name, thread, _d, _s, _l, kind = e
         if dev != "cpu":
             gpu.append(e)
             continue
+        if not name and kind in _API_KINDS:   # a runtime / driver call read without its name
+            launch.setdefault(corr, (start, start + dur))
+            api_corr.append((corr, start))
+            continue
         m = _TICK_RE.match(name)
         if m:
-            ticks.append((start, int(m.group("i")), m.group("name"), _field(e, 5)))
+            ticks.append((start, int(m.group("i")), m.group("name"), thread))
         elif _is_api_event(name, kind):
             launch.setdefault(corr, (start, start + dur))
             api_corr.append((corr, start))
         elif kind in _OP_KINDS or not kind:
-            ops.append((start, start + dur, _field(e, 5), corr, name))
+            ops.append((start, start + dur, thread, corr, name))
     if all_ops is None:
         all_ops = any(o[4].startswith("aten::") for o in ops)
     count = max((t[1] for t in ticks), default=-1) + 1
@@ -368,7 +396,7 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
         names[i] = name
     group, op_text = _enclose(ops, ticks) if all_ops else ({}, {})
     op_ids = {o[3] for o in ops} if all_ops else set()
-    if not any(_field(e, 8) in op_ids for e in gpu):  # no launch linked to an op: by time
+    if not any(e[8] in op_ids for e in gpu):  # no launch linked to an op: by time
         group, op_ids = {}, set()
     # markers per group, in time order (group 0: outside any recorded op, or no ops at all):
     # all of them, and the compute calls among them
@@ -385,8 +413,9 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
     kernel_names: list[str] = []
     name_index: dict[str, int] = {}
     activities, ends, launched = [], [None] * count, []
+    torch_made: dict[str, bool] = {}   # kernel name -> compiled into torch (a regex search)
     for e in sorted(gpu, key=lambda e: e[1]):
-        _dev, start, dur, corr, name = e[:5]
+        _dev, start, dur, corr, name, _th, device, stream, linked, gkind = e
         ln = launch.get(corr)
         if ln is None:  # no launch event: the API call just before it in correlation order
             j = bisect.bisect_left(corrs, corr) - 1
@@ -394,9 +423,14 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
         else:
             t = ln[0]
         rec = -1
-        ours = not (torch_kernels and _TORCH_KERNEL_RE.search(name))
+        if torch_kernels:
+            made = torch_made.get(name)
+            if made is None:
+                made = torch_made[name] = _TORCH_KERNEL_RE.search(name) is not None
+            ours = not made
+        else:
+            ours = True
         if ours:
-            linked = _field(e, 8)
             g = linked if linked in op_ids else 0
             times, idx, ctimes, cidx = by_group.get(g, ((), (), (), ()))
             if g:  # inside one op: its last compute call before the launch, else its first
@@ -416,10 +450,10 @@ def correlate(events, *, all_ops: bool | None = None, torch_kernels: bool = True
         if k is None:
             k = name_index[name] = len(kernel_names)
             kernel_names.append(name)
-        kind = _GPU_KINDS.get(_field(e, 9, ""), "memcpy" if name.startswith("Memcpy") else
+        kind = _GPU_KINDS.get(gkind, "memcpy" if name.startswith("Memcpy") else
                               "memset" if name.startswith("Memset") else "kernel")
         activities.append([kind, k, round((start - t0) / 1e3, 3), round(dur / 1e3, 3),
-                           int(_field(e, 7)), int(_field(e, 6)), rec])
+                           int(stream), int(device), rec])
         launched.append((t, len(activities) - 1, ours, ln))
     _late_records(ticks, names, activities, launched, ends)
     records: list = [None] * count

@@ -453,7 +453,7 @@ def _run(args: argparse.Namespace, say) -> int:
         _echo(human, trace.output)
         summary = trace.summary(by=by, all=args.all)
         out.print(trace.renderable(all=args.all, fold=not args.no_fold, by=by, tree=show_tree,
-                                   summary=True))
+                                   summary=summary))
         _finish_outputs(trace, args, out, summary, chrome, full)
         return EXIT_OK
 
@@ -519,7 +519,7 @@ def _run(args: argparse.Namespace, say) -> int:
     summary = trace.summary(by=by, all=args.all)
     out.rule("[bold]cusolver-trace[/bold]")
     out.print(trace.renderable(all=args.all, fold=not args.no_fold, by=by, tree=show_tree,
-                               summary=True))
+                               summary=summary))
     if result.signal is not None:
         out.print(f"[bold red]killed by {result.signal_name}[/bold red] "
                   f"(exit status {result.exit_status})")

@@ -629,15 +629,17 @@ class Trace(ExitStatus):
         (:func:`fold_repeats`) into ``× k`` blocks; ``by`` containing ``op`` or
         ``line`` groups the calls under the torch op / source line that issued
         them; ``tree=False`` leaves the tree out; ``summary`` puts the summary
-        table (:meth:`summary`) first."""
+        table first: ``True`` for :meth:`summary` of ``by`` and ``all``, or the
+        :class:`~.summary.Summary` to show (one the caller has computed already)."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
         from rich.tree import Tree
 
         parts: list = []
-        if summary:
-            parts.append(self.summary(by=by, all=all).renderable())
+        if summary is not False and summary is not None:
+            table = self.summary(by=by, all=all) if summary is True else summary
+            parts.append(table.renderable())
             parts.append(Text(""))
         if tree:
             parts.append(self._tree_renderable(all, fold, _group_key(by)))

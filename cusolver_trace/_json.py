@@ -32,4 +32,7 @@ def dumps(obj, **kw) -> str:
     """:func:`json.dumps` of :func:`finite` ``(obj)``, never writing NaN / Infinity
     (``allow_nan=False``); other objects as ``str`` unless ``default`` is given."""
     kw.setdefault("default", str)
-    return json.dumps(finite(obj), allow_nan=False, **kw)
+    try:   # the common case, in one pass: nothing non-finite
+        return json.dumps(obj, allow_nan=False, **kw)
+    except ValueError:   # a NaN / Inf somewhere (or a cycle, which raises again below)
+        return json.dumps(finite(obj), allow_nan=False, **kw)

@@ -203,7 +203,8 @@ def _finish(hookmod, hook, prof, torch, status: dict, folder: str) -> None:
         try:
             t = time.perf_counter()
             events = prof.stop()
-            cost["profiler stop"] = time.perf_counter() - t
+            cost["profiler stop"] = time.perf_counter() - t - prof.read_s
+            cost["event reading"] = prof.read_s
             t = time.perf_counter()
             profile = hookmod.correlate(events, all_ops=prof.all_ops)
             cost["correlation"] = time.perf_counter() - t

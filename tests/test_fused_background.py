@@ -54,12 +54,9 @@ class FakeCuda:
         self.shape = (batch, n, n)
         self.dtype, self.order, self.device_index = dtype, order, device
 
-    def is_contiguous(self):
-        return self.order == "row_major"
-
-    @property
-    def mT(self):
-        return SimpleNamespace(is_contiguous=lambda: self.order == "col_major")
+    def stride(self):
+        batch, n, _ = self.shape
+        return (n * n, n, 1) if self.order == "row_major" else (n * n, 1, n)
 
     def get_device(self):
         return self.device_index

@@ -120,7 +120,8 @@ class Scratch:
     reuses a freed block only in stream order, as for torch's own workspaces) and calls
     ``alloc(nbytes)`` while ``stream`` is current, as torch allocates its cuSOLVER
     workspaces. Work that uses the buffer is issued on ``stream`` only, so calls that
-    share it are ordered.
+    share it are ordered. ``minimum``: the fewest bytes it allocates (so that calls of
+    growing size do not each allocate anew).
 
     Examples
     --------
@@ -128,16 +129,18 @@ class Scratch:
     >>> a = s.get(16, stream=1); b = s.get(8, stream=1); c = s.get(32, stream=1)
     >>> a is b, len(c), s.get(8, stream=2) is c
     (True, 32, False)
+    >>> len(Scratch(lambda nbytes: bytearray(nbytes), minimum=64).get(8, stream=1))
+    64
     """
 
-    __slots__ = ("_alloc", "stream", "buf", "nbytes")
+    __slots__ = ("_alloc", "stream", "buf", "nbytes", "minimum")
 
-    def __init__(self, alloc):
-        self._alloc = alloc
+    def __init__(self, alloc, minimum: int = 1):
+        self._alloc, self.minimum = alloc, max(int(minimum), 1)
         self.stream, self.buf, self.nbytes = None, None, 0
 
     def get(self, nbytes: int, stream: int):
-        nbytes = max(int(nbytes), 1)
+        nbytes = max(int(nbytes), self.minimum)
         if self.buf is None or stream != self.stream or nbytes > self.nbytes:
             self.buf = None  # free first: the allocator may hand the same block back
             self.buf = self._alloc(nbytes)

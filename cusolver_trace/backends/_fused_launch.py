@@ -21,7 +21,7 @@ from . import _fused_build as _build
 from . import _fused_toolchain as _toolchain
 from .cuda_copy import column_major_layout
 from ._fused_build import Request, make_key
-from ._fused_layout import SMEM_LIMIT, FusedKey, plan_call
+from ._fused_layout import SMEM_LIMIT, FusedKey, arrangement_of, plan_call
 from ._fused_source import default_cache_dir
 
 _lock = threading.Lock()
@@ -192,10 +192,18 @@ def _operand(x):
 
 def _arrangement(x) -> str | None:
     """``"row_major"`` (``x`` contiguous), ``"col_major"`` (``x.mT`` contiguous), or None:
-    neither, :func:`_operand` copies it row-major."""
-    if x.is_contiguous():
-        return "row_major"
-    return "col_major" if x.mT.is_contiguous() else None
+    neither, :func:`_operand` copies it row-major (:func:`~._fused_layout.arrangement_of`
+    of its shape and strides: ``Tensor.is_contiguous`` and ``.mT`` cost tens of µs the
+    first time a process calls them, which the first ``auto`` call of a new shape paid on
+    the H200)."""
+    return arrangement_of(x.shape, x.stride())
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
 
 
 def _empty(batch_shape, r, c, arr, like):

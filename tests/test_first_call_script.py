@@ -111,7 +111,8 @@ def test_goals_and_table():
     assert got["1000 x 64: call 10 after that"] == ("fused, 0.200 ms", True)
     assert got["warmup of the default list (cold cache, fresh process)"][1]
     text = mod.table(results)
-    assert "| 1000 x 64 | 0.300 | 0.500 | 1.67 | torch | 412 | 22.1 | 0.900 | fused | 0.200 |" in text
+    assert ("| 1000 x 64 | 0.300 | 0.500 | 1.67 | 1.67 of 1 (1.67-1.67) | torch | 412 | 22.1 | "
+            "0.900 | fused | 0.200 |") in text
     assert "warmup: 3 kernels in 48.0 s (2 compiled, 1 cached, 0 failed" in text
     assert "| 300 x 100: first auto call / torch (goal <= 2) | 3.00 | NO |" in text
     # a case that never switched, a bad first result and a warm-up that failed are not met
@@ -121,6 +122,44 @@ def test_goals_and_table():
     results["warmup"] = {"exit": 2, "wall_s": 3.0, "error": "no GPU"}
     assert [met for _, _, met in mod.goals(results)] == [False, False, False]
     assert "not within the timeout" in mod.table(results) and "warmup: exit 2" in mod.table(results)
+
+
+def test_repeats_the_goal_is_on_the_median_of_the_processes(monkeypatch):
+    """A first call is one sample: with --repeat, fresh processes (--first-only, each on its
+    own cold cache) time it again, and the goal is on the median of the ratios; a repeat
+    that failed, or whose result misses pot03 < 30, fails the goal."""
+    mod = _script()
+    seen = []
+
+    def fake_run(argv, **kw):
+        seen.append((argv, kw["env"]["XDG_CACHE_HOME"]))
+        k = len(seen)
+        rows = [_case(ratio=1.0 + k), _case(batch=300, n=100, ratio=1.5)]
+        return subprocess.CompletedProcess(argv, 0, json.dumps(rows), "")
+    monkeypatch.setattr(mod.subprocess, "run", fake_run)
+    per = mod.run_repeats([(1000, 64), (300, 100)], 4, 60)
+    assert [a[-3:] for a, _ in seen] == [["--first-only", "--cases", "1000x64,300x100"]] * 4
+    assert len({env for _, env in seen}) == 4          # a cold cache each
+    row = mod.with_repeats(_case(ratio=2.4), per[0])   # this process's 2.4 and 2, 3, 4, 5
+    assert row["ratios"] == [2.4, 2.0, 3.0, 4.0, 5.0] and row["median_ratio"] == 3.0
+    got = {what: (value, met) for what, value, met in mod.goals({"cases": [row]})}
+    assert got["1000 x 64: first auto call / torch (goal <= 2)"] == (
+        "3.00 (median of 5 processes, 2.00-5.00)", False)
+    ok = mod.with_repeats(_case(ratio=1.2), per[1])
+    assert [met for what, _, met in mod.goals({"cases": [ok]}) if "first" in what] == [True]
+    assert "| 1.20 | 1.50 of 5 (1.20-1.50) |" in mod.table({"cases": [ok]})
+    bad = mod.with_repeats(_case(ratio=1.2), per[1][:3] + [{"error": "exit 3"}])
+    assert [met for what, _, met in mod.goals({"cases": [bad]}) if "first" in what] == [False]
+    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 1, "", "Traceback ...\nRuntimeError: boom"))
+    assert mod.run_repeats([(1000, 64)], 1, 60) == [[{"error": "Traceback ...\nRuntimeError: boom"}]]
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "x", "1.5", ""])
+def test_repeat_is_an_integer_of_at_least_1(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        _script().count(text)
+    assert _script().count("3") == 3
 
 
 def test_run_warmup_reads_the_commands_json(monkeypatch):

@@ -222,10 +222,14 @@ def plan_runner(ctx, dt, plans, w: torch.Tensor, *, extra=()):
                         p(c.c), lda, x.data_ptr(), c.n)
                 blk = flat.as_strided((c.n, c.n), (1, lda),
                                       flat.storage_offset() + base_elem + element_offset(*c.c, lda))
-                if (c.n, c.uplo) not in masks:
-                    masks[c.n, c.uplo] = triangle(
+                # one mask per stream, made on that stream: a mask made on one stream and
+                # read on another could be read before the kernels that fill it have run
+                # (nothing in the plan orders two trsm_inv of different blocks)
+                key = (c.n, c.uplo, c.stream)
+                if key not in masks:
+                    masks[key] = triangle(
                         torch.ones(c.n, c.n, dtype=torch.bool, device=w.device), c.uplo)
-                blk.copy_(torch.where(masks[c.n, c.uplo], x, blk))
+                blk.copy_(torch.where(masks[key], x, blk))
         else:
             raise ValueError(f"unknown routine {c.routine!r} in plan")
 

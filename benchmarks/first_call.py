@@ -272,7 +272,10 @@ def count(text: str) -> int:
 def prepare(torch):
     """This process on a cold cache of its own, the extra imported, and warmed on a shape
     ``auto`` sends to torch: ``(ct, checks, results)``, or None (after one line on stderr)
-    where ``auto`` does not pick fused."""
+    where there is no GPU or ``auto`` does not pick fused."""
+    if not torch.cuda.is_available():
+        print("first_call: needs a CUDA GPU", file=sys.stderr)
+        return None
     cache = tempfile.mkdtemp(prefix="first-call-")
     os.environ.update(cold_env(cache))      # before any kernel is looked for
     os.environ.pop("CUSOLVER_TRACE_CACHE", None)   # (it would win over XDG_CACHE_HOME)
@@ -298,9 +301,6 @@ def first_only(cases) -> int:
     """``--first-only`` (a repeat): steps 1 and 2 of each case, printed as a JSON list."""
     import torch
 
-    if not torch.cuda.is_available():
-        print("first_call: needs a CUDA GPU", file=sys.stderr)
-        return 2
     ready = prepare(torch)
     if ready is None:
         return 2
@@ -336,9 +336,6 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    if not torch.cuda.is_available():
-        print("first_call: needs a CUDA GPU", file=sys.stderr)
-        return 2
     ready = prepare(torch)
     if ready is None:
         return 2

@@ -191,3 +191,12 @@ def test_without_a_gpu_it_says_so(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("CUSOLVER_TRACE_CACHE", raising=False)
     assert _script().main(["--json", str(tmp_path / "out.json")]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_a_repeat_without_a_gpu_says_so_and_prints_no_rows(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _script().main(["--first-only", "--cases", "1000x64"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.strip() == "first_call: needs a CUDA GPU"

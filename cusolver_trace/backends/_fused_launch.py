@@ -197,13 +197,6 @@ def _arrangement(x) -> str | None:
     first time a process calls them, which the first ``auto`` call of a new shape paid on
     the H200)."""
     return arrangement_of(x.shape, x.stride())
-    expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        if size != 1:
-            if stride != expected:
-                return False
-            expected *= size
-    return True
 
 
 def _empty(batch_shape, r, c, arr, like):

@@ -8,6 +8,7 @@ why the trsv kernels are cuBLAS's trsm, are in docs/reading-a-trace.md, "The ker
 """
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["LIBRARIES", "KERNEL_RULES", "classify_kernel", "short_kernel_name"]
@@ -35,6 +36,7 @@ def _bare(name: str) -> str:
     return name[5:] if name.startswith("void ") else name
 
 
+@functools.lru_cache(maxsize=8192)   # a program launches ~10⁵ kernels of a few hundred names
 def classify_kernel(name: str) -> str:
     """Library of a CUDA kernel: ``"cuSOLVER"``, ``"cuBLAS"``, ``"MAGMA"`` or ``"ATen/other"``.
 

@@ -80,6 +80,26 @@ def test_trace_outputs_never_overwrite_the_program(tmp_path, capsys, option):
     assert prog.read_bytes() == before
 
 
+@pytest.mark.parametrize("module, target", [("mymod", "mymod.py"),
+                                            ("pkg.sub", "pkg/sub/__main__.py"),
+                                            ("pkg", "pkg/__init__.py")])
+@pytest.mark.parametrize("option", ["--chrome", "--json", "--keep-log"])
+def test_trace_outputs_never_overwrite_a_module_run_with_m(tmp_path, capsys, monkeypatch,
+                                                           option, module, target):
+    """``trace --json mymod.py -- python3 -m mymod`` overwrote the module (it was only
+    refused for ``python3 mymod.py``)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mymod.py").write_text("print('mod')\n")
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for f in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/__main__.py", "pkg/sub/__main__.py"):
+        (tmp_path / f).write_text("print(1)\n")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.py")}
+    assert cli_main(["trace", option, target, "--", PY, "-m", module]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "a file the command reads" in line and option in line
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.py")} == before
+
+
 def _closed_pipe_status(argv: list[str], env: dict) -> tuple[int, bytes]:
     """Run the CLI with stdout into a pipe whose reader takes 10 bytes and leaves."""
     r, w = os.pipe()

@@ -202,8 +202,10 @@ def _echo(stream, lines) -> None:
 
 
 def command_inputs(command: Sequence[str]) -> list[str]:
-    """Files a command reads, as far as its words say: the program (found on ``PATH``) and
-    every argument that names an existing regular file (``prog.py``, a data file).
+    """Files a command reads, as far as its words say: the program (found on ``PATH``),
+    every argument that names an existing regular file (``prog.py``, a data file), and the
+    file of a module run with ``-m`` (``python3 -m mymod`` reads ``mymod.py``; found from the
+    current folder and this interpreter's path, without importing anything).
 
     Parameters
     ----------
@@ -223,6 +225,8 @@ def command_inputs(command: Sequence[str]) -> list[str]:
 
     words = list(command)
     found = [shutil.which(words[0]) or words[0]] + words[1:] if words else []
+    found += [f for i, w in enumerate(words[1:-1], 1) if w == "-m"
+              for f in _module_files(words[i + 1])]
     out = []
     for w in found:
         try:
@@ -230,6 +234,29 @@ def command_inputs(command: Sequence[str]) -> list[str]:
                 out.append(w)
         except (ValueError, OSError):  # a NUL in an argument, a name too long
             continue
+    return out
+
+
+def _module_files(name: str) -> list[str]:
+    """The files ``python3 -m name`` may run: the module's source, or a package's
+    ``__main__.py`` and ``__init__.py``, searched from the current folder, then this
+    interpreter's ``sys.path`` (:class:`importlib.machinery.PathFinder`: nothing is imported);
+    ``[]`` when not found."""
+    from importlib.machinery import PathFinder
+
+    path = [os.getcwd()] + [p for p in sys.path if p]
+    spec = None
+    try:
+        for part in name.split("."):
+            spec = PathFinder.find_spec(part, path)
+            if spec is None:
+                return []
+            path = list(spec.submodule_search_locations or [])
+    except (ImportError, ValueError, OSError):   # a name that is not a module name
+        return []
+    out = [spec.origin] if spec is not None and spec.origin else []
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        out.append(os.path.join(folder, "__main__.py"))
     return out
 
 

@@ -106,12 +106,17 @@ def _bad_logs(tmp: Path) -> dict[str, Path]:
     (tmp / "c1.log").write_text("ok\n\x9b31m red\n", encoding="utf-8")
     (tmp / "a-folder").mkdir()
     (tmp / "damaged.log.gz").write_bytes(data[:20] + bytes(200) + data[220:])
+    # broken in the first bytes (read when the header is looked for): answered as an empty log
+    (tmp / "head-only.gz").write_bytes(b"\x1f\x8b")
+    (tmp / "bad-header.gz").write_bytes(b"\x1f\x8b\x08garbage")
+    (tmp / "bad-header.log").write_bytes(b"\x1f\x8b\x08\x00" + bytes(6) + b"\xff" * 40)
     return {p.name: p for p in tmp.iterdir()}
 
 
 @pytest.mark.parametrize("name", ["truncated.log.gz", "plain.log.gz", "binary.log",
                                   "binary-in.log.gz", "c1.log", "a-folder", "damaged.log.gz",
-                                  "missing.log"])
+                                  "missing.log", "head-only.gz", "bad-header.gz",
+                                  "bad-header.log"])
 @pytest.mark.parametrize("entry", [main, cli_main], ids=["tracing.main", "cli.main"])
 def test_from_log_bad_file_is_one_error_line_and_exit_2(entry, name, tmp_path, capsys):
     path = _bad_logs(tmp_path).get(name, tmp_path / name)

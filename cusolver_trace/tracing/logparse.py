@@ -429,11 +429,8 @@ class _Guarded(io.RawIOBase):
     def readinto(self, buf) -> int:
         try:
             data = self._src.read(len(buf))
-        except EOFError:
-            raise LogReadError(f"{self._name}: truncated gzip file (the compressed data ends "
-                               f"before its end marker)") from None
-        except (gzip.BadGzipFile, zlib.error) as e:
-            raise LogReadError(f"{self._name}: damaged gzip data ({e})") from None
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise _gzip_error(self._name, e) from None
         if self._text_only:
             m = _BINARY_BYTES_RE.search(data)
             if m:
@@ -443,6 +440,14 @@ class _Guarded(io.RawIOBase):
         buf[:len(data)] = data
         self.offset += len(data)
         return len(data)
+
+
+def _gzip_error(name: str, e: Exception) -> LogReadError:
+    """The one line for gzip data that cannot be read (``EOFError``: it ends early)."""
+    if isinstance(e, EOFError):
+        return LogReadError(f"{name}: truncated gzip file (the compressed data ends before its "
+                            f"end marker)")
+    return LogReadError(f"{name}: damaged gzip data ({e})")
 
 
 def _checked_lines(fh, name: str) -> Iterator[str]:
@@ -493,8 +498,10 @@ def read_log(fh, *, name: str = "log", nest: bool = True, text_only: bool = True
     try:
         if src.peek(len(LOG_HEADER))[:len(LOG_HEADER)] == LOG_HEADER:
             text_only = False  # a captured stdout: whatever the program printed is kept
-    except (EOFError, gzip.BadGzipFile, zlib.error):
-        pass  # damaged gzip data: reported by the reads below
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        # said here: after a failed read, gzip's reader answers later reads with no data,
+        # which would look like an empty log
+        raise _gzip_error(name, e) from None
     raw = _Guarded(src, name, text_only)
     text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace",
                             newline="")

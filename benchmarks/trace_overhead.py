@@ -1,7 +1,7 @@
 """What tracing a real program costs, and whether its report adds up (issue 26, GPU part).
 
     PYTHONPATH=<repo> python3 benchmarks/trace_overhead.py OUTDIR [--runs 3] [--client PATH]
-                      [--client-args "--n 300"] [--n-inverse 4096] [--timeout 900]
+                      [--client-args "--n 300"] [--n-inverse 4096] [--timeout 900] [--cpu]
 
 On the GPU machine, with the default client (``examples/trace_botorch.py``: an exact
 GPyTorch ``SingleTaskGP`` fit on 300 points of Hartmann-6, then ``qLogExpectedImprovement``
@@ -22,7 +22,9 @@ optimized with 4 restarts), it
 Every part runs in its own processes; one that fails is reported and the others go on.
 Everything each run printed, and every JSON, goes to OUTDIR; a short table ends the output,
 and OUTDIR/summary.json holds the same figures. Exit status 0 when every part ran (whether
-the goals were met is in the table), 1 otherwise.
+the goals were met is in the table), 1 otherwise, 2 for bad arguments (one line) or without
+a GPU. ``--cpu`` runs every part on a machine without one, to test the script: the figures
+are of that run and no goal is judged.
 """
 from __future__ import annotations
 
@@ -161,19 +163,65 @@ def _part(name: str, results: dict, fn) -> None:
         results[name] = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
 
 
+def client_args(text: str) -> list[str]:
+    """``--client-args``: one string split as a shell would (``shlex``)."""
+    try:
+        return shlex.split(text)
+    except ValueError as e:   # an unbalanced quote
+        raise argparse.ArgumentTypeError(f"cannot split {text!r} into arguments ({e})") from None
+
+
+def output_names(runs: int) -> list[str]:
+    """Every file the script writes into OUTDIR."""
+    names = [f"{kind}-{i}.{ext}" for i in range(runs) for kind, ext in
+             (("untraced", "log"), ("traced", "log"), ("traced", "json"))]
+    return names + ["by-op.log", "by-op.json", "profiler.log", "profiler.json",
+                    "trace-inverse.log", "trace-inverse.json", "summary.json"]
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if ROOT not in sys.path:   # this checkout's package, as its runs get (PYTHONPATH below)
+        sys.path.insert(0, ROOT)
+    from cusolver_trace._argparse import Parser
+    from cusolver_trace._paths import same_file
+    from cusolver_trace.cli._common import integer, number
+
+    p = Parser(prog="trace_overhead.py", description=__doc__.splitlines()[0])
     p.add_argument("outdir", help="folder for every run's output, the JSONs and summary.json")
-    p.add_argument("--runs", type=int, default=3, help="untraced and traced runs each (default 3)")
-    p.add_argument("--client", default=DEFAULT_CLIENT, help="the program to trace")
-    p.add_argument("--client-args", default="", help="its arguments, one string")
-    p.add_argument("--n-inverse", type=int, default=4096, help="n of the trace(fn) timing")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    p.add_argument("--runs", type=integer(1), default=3, help="untraced and traced runs each")
+    p.add_argument("--client", default=DEFAULT_CLIENT,
+                   help="the program to trace (a path from the current folder)")
+    p.add_argument("--client-args", type=client_args, default=[],
+                   help="its arguments, one string split as a shell would")
+    p.add_argument("--n-inverse", type=integer(1), default=4096, help="n of the trace(fn) timing")
+    p.add_argument("--timeout", type=number(0, exclusive=True), default=900.0,
+                   help="seconds per run")
+    p.add_argument("--cpu", action="store_true",
+                   help="run every part without a GPU, to test this script (no goal is judged)")
     args = p.parse_args(argv)
+    if not args.outdir:
+        p.error("OUTDIR is empty")
     out = os.path.abspath(args.outdir)
-    os.makedirs(out, exist_ok=True)
+    client_path = os.path.abspath(args.client)
+    if not os.path.isfile(client_path):
+        p.error(f"--client {args.client}: no such file")
+    clash = [n for n in output_names(args.runs) if same_file(client_path, os.path.join(out, n))]
+    if clash:
+        p.error(f"--client {args.client} is {clash[0]}, an output of this script in OUTDIR; "
+                "it would be overwritten")
+    if not args.cpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("trace_overhead.py: needs a CUDA GPU (--cpu runs the parts on the CPU, to "
+                  "test the script)", file=sys.stderr)
+            return 2
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        p.error(f"cannot make OUTDIR {args.outdir}: {e.strerror or e}")
     py = sys.executable
-    client = [py, args.client, *shlex.split(args.client_args)]
+    client = [py, client_path, *args.client_args]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [ROOT] + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x])}
     trace_cmd = [py, "-m", "cusolver_trace", "trace"]
@@ -212,10 +260,13 @@ def main(argv=None) -> int:
         js = os.path.join(out, "profiler.json")
         status, wall = run([py, "-c", PROFILER_RUN, js, *client[1:]],
                            os.path.join(out, "profiler.log"), args.timeout, env)
+        if status != 0 or not os.path.isfile(js):
+            raise RuntimeError(f"the plain profiler run exited with {status} (profiler.log)")
         with open(js) as fh:
             d = json.load(fh)
-        if status != 0 or d.get("status"):
-            raise RuntimeError(f"the plain profiler run exited with {status} (profiler.log)")
+        if d.get("status"):
+            raise RuntimeError(f"the client exited with {d['status']} under the plain profiler "
+                               "(profiler.log)")
         return {"wall_s": wall, "library_gpu_ms": library_ms(d), **d}
 
     def inverse():
@@ -233,7 +284,7 @@ def main(argv=None) -> int:
         _part(name, results, fn)
         if "error" in results[name]:
             print(f"    failed: {results[name]['error']}", flush=True)
-    rows = table(results, args.runs, args.n_inverse)
+    rows = table(results, args.runs, args.n_inverse, judged=not args.cpu)
     results["table"] = rows
     with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=str)
@@ -245,8 +296,10 @@ def main(argv=None) -> int:
     return 1 if any("error" in v for v in results.values() if isinstance(v, dict)) else 0
 
 
-def table(results: dict, runs: int, n_inverse: int) -> list[tuple[str, str, str]]:
-    """The short table: (what, value, goal and verdict) rows from the parts' results."""
+def table(results: dict, runs: int, n_inverse: int, *,
+          judged: bool = True) -> list[tuple[str, str, str]]:
+    """The short table: (what, value, goal and verdict) rows from the parts' results
+    (``judged=False``, a ``--cpu`` run: each goal says it is not judged)."""
     def get(part, key):
         r = results.get(part) or {}
         return None if "error" in r else r.get(key)
@@ -264,6 +317,8 @@ def table(results: dict, runs: int, n_inverse: int) -> list[tuple[str, str, str]
     skipped = (results.get("trace_inverse") or {}).get("skipped")
 
     def verdict(ok):
+        if not judged:
+            return "not judged (--cpu)"
         return "" if ok is None else ("met" if ok else "NOT met")
 
     cost = get("traced", "tracing_s") or {}

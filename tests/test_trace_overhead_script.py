@@ -71,19 +71,24 @@ def test_the_script_runs_every_part_on_the_cpu(tmp_path):
         """))
     res = subprocess.run([PY, str(ROOT / "benchmarks" / "trace_overhead.py"), str(tmp_path / "out"),
                           "--runs", "1", "--client", str(client), "--client-args", "--x 1",
-                          "--n-inverse", "8"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                          "--n-inverse", "8", "--cpu"], capture_output=True, text=True, timeout=600,
+                         cwd=ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["traced"]["calls"] == 3 and summary["traced"]["bytes"] > 0
     assert summary["profiler"]["library_gpu_ms"] == 0.0  # no GPU here
     assert "no CUDA device" in summary["trace_inverse"]["skipped"]
     assert "client done ['--x', '1']" in (tmp_path / "out" / "untraced-0.log").read_text()
+    assert all(goal.endswith("not judged (--cpu)") for _, _, goal in summary["table"] if goal)
     assert "traced / untraced" in res.stdout and "trace JSON size" in res.stdout
     # a part that fails is reported, the others still run (exit 1)
+    failing = tmp_path / "failing.py"
+    failing.write_text("raise SystemExit(3)\n")
     bad = subprocess.run([PY, str(ROOT / "benchmarks" / "trace_overhead.py"), str(tmp_path / "b"),
-                          "--runs", "1", "--client", str(tmp_path / "missing.py"),
-                          "--n-inverse", "8"], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert bad.returncode == 1 and "failed: RuntimeError: untraced run 0 exited" in bad.stdout
+                          "--runs", "1", "--client", str(failing), "--n-inverse", "8", "--cpu"],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert bad.returncode == 1 and "failed: RuntimeError: untraced run 0 exited with 3" in bad.stdout
+    assert "the client exited with 3 under the plain profiler" in bad.stdout
     assert "trace(cholesky_inverse) n=8" in bad.stdout
 
 
@@ -106,3 +111,45 @@ def test_botorch_client_says_what_it_needs():
         assert "needs botorch and gpytorch" in res.stderr
     bad = subprocess.run(argv + ["--n", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--runs", "0"], "--runs"), (["--runs", "-1"], "--runs"), (["--timeout", "-1"], "--timeout"),
+    (["--timeout", "nan"], "--timeout"), (["--n-inverse", "-5"], "--n-inverse"),
+    (["--client-args", '"unbalanced'], "cannot split"),
+    (["--client", "no/such/client.py"], "no such file")])
+def test_bad_arguments_are_one_line_and_exit_2_before_anything_is_made(tmp_path, capsys, argv,
+                                                                       match):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        _script().main([str(out), *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and match in err
+    assert not out.exists()
+
+
+def test_outdir_empty_or_a_file_or_holding_the_client_is_refused(tmp_path, capsys, monkeypatch):
+    mod = _script()
+    monkeypatch.chdir(tmp_path)
+    client = tmp_path / "od" / "untraced-0.log"
+    client.parent.mkdir()
+    client.write_text("print(1)\n")
+    for argv, match in ((["", "--cpu"], "OUTDIR is empty"),
+                        ([str(client), "--cpu"], "cannot make OUTDIR"),
+                        (["od", "--runs", "1", "--client", "od/untraced-0.log", "--cpu"],
+                         "it would be overwritten")):
+        with pytest.raises(SystemExit) as e:
+            mod.main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
+    assert client.read_text() == "print(1)\n" and sorted(p.name for p in tmp_path.iterdir()) == ["od"]
+
+
+def test_without_a_gpu_it_says_so(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    client = tmp_path / "c.py"
+    client.write_text("print(1)\n")
+    assert _script().main([str(tmp_path / "out"), "--client", str(client)]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "out").exists()

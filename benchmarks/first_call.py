@@ -318,7 +318,8 @@ def main(argv=None) -> int:
     from cusolver_trace._paths import output_problem
 
     p = Parser(prog="first_call.py", description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--cases", type=parse_cases, default=list(CASES), help="BATCHxN,... (float64)")
+    p.add_argument("--cases", type=parse_cases,
+                   default=",".join(f"{b}x{n}" for b, n in CASES), help="BATCHxN,... (float64)")
     p.add_argument("--timeout", type=seconds, default=600.0,
                    help="seconds to wait for auto to run fused, per case, and for the warm-up")
     p.add_argument("--json", default="first_call.json", help="where to write the results")
@@ -330,7 +331,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.first_only:
         return first_only(args.cases)
-    problem = output_problem(args.json, "--json")   # before minutes of work
+    problem = output_problem(args.json, "--json", reads=(__file__,))   # before minutes of work
+    if problem is None and args.json == "-":
+        problem = "--json -: the results go to a file (the table goes to stdout)"
     if problem is not None:
         print(f"first_call: {problem}", file=sys.stderr)
         return 2

@@ -8,8 +8,10 @@ import os
 import stat
 
 
-def output_problem(path: str, flag: str) -> str | None:
-    """Why ``path`` cannot be written as ``flag``'s file, or None when it can.
+def output_problem(path: str, flag: str, *, reads=()) -> str | None:
+    """Why ``path`` cannot be written as ``flag``'s file, or None when it can. ``reads``:
+    files the run reads (a script itself, an input), which the output may not be
+    (:func:`same_file`).
 
     Nothing the user has is changed: an existing regular file is opened to append and
     closed (nothing written, nothing truncated); a device (``/dev/null``, ``/dev/stdout``)
@@ -23,9 +25,14 @@ def output_problem(path: str, flag: str) -> str | None:
     '--json /nonexistent-folder/x.json: no such folder: /nonexistent-folder'
     >>> output_problem("", "--out")
     '--out: empty file name'
+    >>> output_problem("/etc/hostname", "--json", reads=("/etc/../etc/hostname",))
+    '--json /etc/hostname is /etc/../etc/hostname, which this run reads; it would be overwritten'
     """
     if not path:
         return f"{flag}: empty file name"
+    for src in reads:
+        if same_file(path, src):
+            return f"{flag} {path} is {src}, which this run reads; it would be overwritten"
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         return f"{flag} {path}: is a folder; give a file name"
     try:

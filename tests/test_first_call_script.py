@@ -200,3 +200,19 @@ def test_a_repeat_without_a_gpu_says_so_and_prints_no_rows(monkeypatch, capsys):
     assert _script().main(["--first-only", "--cases", "1000x64"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.strip() == "first_call: needs a CUDA GPU"
+
+
+@pytest.mark.parametrize("target", ["-", "script"])
+def test_json_to_stdout_or_over_the_script_is_refused(target, capsys):
+    path = str(ROOT / "benchmarks" / "first_call.py") if target == "script" else "-"
+    before = (ROOT / "benchmarks" / "first_call.py").read_bytes()
+    assert _script().main(["--json", path]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and ("overwritten" in err or "to a file" in err)
+    assert (ROOT / "benchmarks" / "first_call.py").read_bytes() == before
+
+
+def test_help_shows_the_default_cases_as_typed(capsys):
+    with pytest.raises(SystemExit):
+        _script().main(["--help"])
+    assert "(default: 1000x64,300x100)" in capsys.readouterr().out

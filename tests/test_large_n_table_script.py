@@ -50,3 +50,13 @@ def test_without_a_gpu_it_says_so(tmp_path, capsys):
     out = tmp_path / "o.json"
     assert table.main([str(out), "--n", "64"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("target", ["-", "script"])
+def test_an_output_over_the_script_or_to_stdout_is_refused(target, capsys):
+    script = ROOT / "benchmarks" / "large_n_table.py"
+    before = script.read_bytes()
+    assert table.main([str(script) if target == "script" else "-", "--n", "64"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and ("overwritten" in err or "to a file" in err)
+    assert script.read_bytes() == before

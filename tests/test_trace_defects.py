@@ -50,6 +50,16 @@ def test_numbers_of_any_size_exit_0_1_or_2_never_a_traceback(tmp_path, capsys, d
         assert "not a GPU time" in one_line(captured.err)
 
 
+@pytest.mark.parametrize("value", ["x", True, [1.0], {"ms": 1}, float("nan")])
+def test_a_gpu_time_that_is_not_a_number_is_refused_like_nan(tmp_path, capsys, value):
+    """``"self_gpu_ms": "x"`` (or true) was taken as "not measured" (exit 0) where NaN in the
+    same field is refused: every value that is not a GPU time is now one line, exit 2."""
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"schema": SCHEMA, "calls": [_node(self_gpu_ms=value)]}))
+    assert cli_main(["diff", str(path), str(path)]) == 2
+    assert "self_gpu_ms" in one_line(capsys.readouterr().err)
+
+
 def test_sections_that_is_not_a_list_is_bad_input(tmp_path, capsys):
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"schema": SCHEMA, "calls": [], "sections": 5}))

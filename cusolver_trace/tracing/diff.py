@@ -215,8 +215,8 @@ class _Flat:
                                       f"sources table ({self.sources} entries)")
             if self.compact_times:
                 self_ms = self._self_ms(node, children)
-            elif (self_ms := node.get("self_gpu_ms")) is not None:
-                self_ms = _ms(self_ms, f"{where}: self_gpu_ms")
+            elif (self_ms := node.get("self_gpu_ms")) is not None:   # null: not measured
+                self_ms = _ms(self_ms, f"{where}: self_gpu_ms", strict=True)
             section = node.get("section", within)
             kind = node.get("kind")
             if not isinstance(section, (str, type(None))) or kind not in _KINDS:

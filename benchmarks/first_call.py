@@ -331,9 +331,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.first_only:
         return first_only(args.cases)
-    problem = output_problem(args.json, "--json", reads=(__file__,))   # before minutes of work
-    if problem is None and args.json == "-":
-        problem = "--json -: the results go to a file (the table goes to stdout)"
+    # before minutes of work
+    problem = output_problem(args.json, "--json", reads=(__file__,), dash=False)
     if problem is not None:
         print(f"first_call: {problem}", file=sys.stderr)
         return 2

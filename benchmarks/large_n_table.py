@@ -122,9 +122,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=positive, default=7, help="timed calls per row (median)")
     p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
     args = p.parse_args(argv)
-    problem = output_problem(args.out, "out", reads=(__file__,))   # before minutes of work
-    if problem is None and args.out == "-":
-        problem = "out -: the rows go to a file (the table goes to stdout)"
+    # before minutes of work
+    problem = output_problem(args.out, "out", reads=(__file__,), dash=False)
     if problem is not None:
         print(f"large_n_table: {problem}", file=sys.stderr)
         return 2

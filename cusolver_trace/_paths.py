@@ -8,10 +8,11 @@ import os
 import stat
 
 
-def output_problem(path: str, flag: str, *, reads=()) -> str | None:
+def output_problem(path: str, flag: str, *, reads=(), dash: bool = True) -> str | None:
     """Why ``path`` cannot be written as ``flag``'s file, or None when it can. ``reads``:
     files the run reads (a script itself, an input), which the output may not be
-    (:func:`same_file`).
+    (:func:`same_file`); ``dash=False``: ``-`` is refused (a command whose stdout carries
+    something else), not taken as a file of that name.
 
     Nothing the user has is changed: an existing regular file is opened to append and
     closed (nothing written, nothing truncated); a device (``/dev/null``, ``/dev/stdout``)
@@ -27,9 +28,13 @@ def output_problem(path: str, flag: str, *, reads=()) -> str | None:
     '--out: empty file name'
     >>> output_problem("/etc/hostname", "--json", reads=("/etc/../etc/hostname",))
     '--json /etc/hostname is /etc/../etc/hostname, which this run reads; it would be overwritten'
+    >>> output_problem("-", "--json", dash=False)
+    '--json -: the output goes to a file here (stdout has the table); name a file'
     """
     if not path:
         return f"{flag}: empty file name"
+    if path == "-" and not dash:
+        return f"{flag} -: the output goes to a file here (stdout has the table); name a file"
     for src in reads:
         if same_file(path, src):
             return f"{flag} {path} is {src}, which this run reads; it would be overwritten"

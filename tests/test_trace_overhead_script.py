@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "h200-torch2.11-cu130"
@@ -153,3 +155,44 @@ def test_without_a_gpu_it_says_so(tmp_path, capsys, monkeypatch):
     client.write_text("print(1)\n")
     assert _script().main([str(tmp_path / "out"), "--client", str(client)]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=st.text(max_size=6), args=st.text(max_size=12))
+def test_property_bad_runs_or_client_args_are_one_line_and_the_client_is_unchanged(
+        tmp_path, runs, args):
+    """Whatever --runs and --client-args hold: parsed as documented, or one usage line and
+    exit 2; nothing is made and the client file is left as it was (no GPU: exit 2 either
+    way, before any run)."""
+    import contextlib
+    import io
+    import shlex
+
+    client = tmp_path / "c.py"
+    client.write_text("print(1)\n")
+    out = tmp_path / "out-h"
+    err = io.StringIO()
+    from unittest import mock
+
+    import torch
+
+    # no run ever starts, on a GPU machine too
+    with contextlib.redirect_stderr(err), mock.patch.object(torch.cuda, "is_available",
+                                                            lambda: False):
+        try:
+            code = _script().main([str(out), "--runs", runs, "--client", str(client),
+                                   "--client-args", args])
+        except SystemExit as e:
+            code = e.code
+    assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+    valid_runs = runs.isascii() and runs.isdigit() and int(runs) >= 1
+    try:
+        shlex.split(args)
+        valid_args = True
+    except ValueError:
+        valid_args = False
+    if valid_runs and valid_args:
+        assert "needs a CUDA GPU" in err.getvalue()
+    else:
+        assert "error: argument" in err.getvalue()
+    assert client.read_text() == "print(1)\n" and not out.exists()

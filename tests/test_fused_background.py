@@ -113,7 +113,8 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(T, "_SUGGESTED", {})
     monkeypatch.setattr(T, "compile_kernel", compiler)
     monkeypatch.setattr(F, "available", lambda: None)
-    for name, value in (("_JOBS", {}), ("_BUILT", {}), ("_WORKER", None), ("_CLOSING", False)):
+    for name, value in (("_JOBS", {}), ("_BUILT", {}), ("_WORKER", None), ("_CLOSING", False),
+                        ("MARKED", False)):
         monkeypatch.setattr(B, name, value)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
     monkeypatch.setattr(B, "_BUILD_IN", B.build_here)   # the fakes live in this process
@@ -126,8 +127,18 @@ def fake(monkeypatch, tmp_path):
     drain()               # nor building this test's kernels in the next test
 
 
+def settle():
+    """Wait until the background thread has made every Request that ``ready`` asked it for
+    (and registered its build)."""
+    deadline = time.monotonic() + WAIT
+    while any(v is L._ASKED for v in list(L._REQUESTS.values())):
+        assert time.monotonic() < deadline, "the background thread never took the ask"
+        time.sleep(0.001)
+
+
 def drain():
     """Wait until every background build has finished."""
+    settle()
     for job in list(B._JOBS.values()):
         with contextlib.suppress(CancelledError):
             job.exception(timeout=WAIT)
@@ -294,10 +305,17 @@ def test_a_kernel_in_the_disk_cache_is_found_by_the_background_thread(fake, fake
 
 def test_the_background_thread_waits_before_it_handles_a_request(fake, monkeypatch):
     """The call that queued a kernel is not competing with the thread for the GIL: nothing
-    is looked up or built before DELAY has passed."""
+    is planned, looked up or built before DELAY has passed; the calling thread only queued
+    the call's memo (one put)."""
     monkeypatch.setattr(B, "DELAY", 0.3)
+    plans = []
+    real = L.plan_call
+    monkeypatch.setattr(L, "plan_call", lambda *a: plans.append(time.perf_counter()) or real(*a))
     t = time.perf_counter()
     assert F.ready("inverse", FakeCuda(16), False, True) is False
+    assert B._QUEUE.puts == 1
+    settle()
+    assert plans[0] - t >= 0.3
     (job,) = B._JOBS.values()
     job.exception(timeout=WAIT)
     assert fake.started[0] - t >= 0.3 and len(fake.keys) == 1
@@ -314,11 +332,15 @@ def test_calls_while_a_kernel_builds_reuse_its_request(fake, monkeypatch):
     monkeypatch.setattr(L, "plan_call", lambda *a: plans.append(a) or real(*a))
     x = FakeCuda(16)
     assert [F.ready("inverse", x, False, True) for _ in range(5)] == [False] * 5
+    settle()
+    assert [F.ready("inverse", x, False, True) for _ in range(5)] == [False] * 5
     assert len(plans) == 1 and len(B._JOBS) == 1 and B._QUEUE.puts == 1
     gate.set()
     drain()
     assert F.ready("inverse", x, False, True) is True and len(plans) == 1
-    assert F.ready("inverse", FakeCuda(16), True, True) is False and len(plans) == 2   # upper
+    assert F.ready("inverse", FakeCuda(16), True, True) is False   # upper: another kernel
+    settle()
+    assert len(plans) == 2
 
 
 def test_the_thread_starts_once_the_extra_is_available(monkeypatch):
@@ -422,11 +444,13 @@ def test_explicit_fused_waits_for_a_running_build_and_takes_over_a_queued_one(fa
                                 st.sampled_from(["row_major", "col_major"]), st.booleans(),
                                 st.booleans()), min_size=1, max_size=30))
 def test_property_one_build_per_kernel(fake, calls):
-    """Any sequence of calls: exactly one build per distinct kernel, and every kernel asked
-    for is ready once the builds are done."""
+    """Any sequence of calls: exactly one build per distinct kernel, one put per distinct
+    kind of call (two kinds may need one kernel: a column-major lower factor is a row-major
+    upper one), and every kernel asked for is ready once the builds are done."""
     B._JOBS.clear()
     B._BUILT.clear()
     L._CALLS.clear()
+    L._REQUESTS.clear()
     fake.keys.clear()
     B._QUEUE.puts = 0
     import shutil
@@ -436,7 +460,8 @@ def test_property_one_build_per_kernel(fake, calls):
         F.ready("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
     drain()
     distinct = {F.make_key(*r) for r in B._JOBS}
-    assert len(fake.keys) == len(set(fake.keys)) == len(distinct) == B._QUEUE.puts
+    assert len(fake.keys) == len(set(fake.keys)) == len(distinct)
+    assert B._QUEUE.puts == len(set(calls))
     assert all(F.ready("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
                for n, dt, order, upper, check in calls)
 
@@ -674,9 +699,14 @@ def test_builds_awaited_makes_auto_wait_for_its_kernel(fake, fake_rows):
     assert routines.cholesky_inverse(FakeCuda(32), method="auto") == "torch"   # outside: no wait
 
 
-def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake):
+@pytest.mark.parametrize("marked", [False, True])
+def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake, monkeypatch,
+                                                                            marked):
     """A process exiting while a kernel compiles waits for that one build (the compilers'
-    libraries are not torn down under it; the kernel lands on disk) and starts no other."""
+    libraries are not torn down under it; the kernel lands on disk) and starts no other:
+    neither a queued ask (``marked`` False) nor a queued job (True: kernels were built
+    ahead, the calling thread makes the Request and queues its job)."""
+    monkeypatch.setattr(B, "MARKED", marked)
     fake.hold.add(64)
     fake.gate.clear()
     assert F.ready("inverse", FakeCuda(64), False, True) is False
@@ -684,9 +714,11 @@ def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake
     assert F.ready("inverse", FakeCuda(32), False, True) is False     # queued
     threading.Timer(0.05, fake.gate.set).start()
     B._at_exit()
-    running, queued = (B._JOBS[r] for r in sorted(B._JOBS, key=lambda r: -r.n))
-    assert running.done() and running.exception() is None and queued.cancelled()
     drain()
+    jobs = sorted(B._JOBS.items(), key=lambda item: -item[0].n)
+    assert len(jobs) == 1 + marked   # an ask queued at exit never becomes a job
+    assert jobs[0][1].done() and jobs[0][1].exception() is None
+    assert not marked or jobs[1][1].cancelled()
     assert [k.n for k in fake.keys] == [64]
     assert F.ready("inverse", FakeCuda(16), False, True) is False     # queued, never started
     assert not any(k.n == 16 for k in fake.keys)

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cusolver_trace.backends import _fused_toolchain
 from cusolver_trace.backends import fused as F
@@ -47,6 +49,26 @@ def test_arrangement_of_torch_layouts():
     assert F.arrangement_of(one.shape, one.stride()) == "row_major"
     with pytest.raises(ValueError):
         F.arrangement_of((4,), (1,))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=2, max_size=5), st.data())
+def test_arrangement_of_is_torch_contiguity(shape, data):
+    """On any torch view (permuted, sliced, expanded, size-1 dimensions), ``arrangement_of``
+    agrees with torch: row_major exactly when the tensor is contiguous, else col_major
+    exactly when its ``.mT`` is, else None."""
+    x = torch.zeros(shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    x = x.permute(*perm)
+    if data.draw(st.booleans()):   # a strided slice of one dimension
+        d = data.draw(st.integers(0, x.dim() - 1))
+        x = x.narrow(d, 0, max(1, x.shape[d] - data.draw(st.integers(0, 1))))[
+            (slice(None),) * d + (slice(None, None, data.draw(st.integers(1, 2))),)]
+    if data.draw(st.booleans()):   # a broadcast batch dimension (stride 0)
+        x = x.unsqueeze(0).expand(data.draw(st.integers(1, 3)), *x.shape)
+    want = ("row_major" if x.is_contiguous() else "col_major" if x.mT.is_contiguous()
+            else None)
+    assert F.arrangement_of(x.shape, x.stride()) == want
 
 
 def test_col_major_buffer_is_each_matrix_transposed():

@@ -226,34 +226,84 @@ def mark_ready(req: Request) -> None:
     """Record that ``req``'s kernel can be loaded without compiling (:func:`warmup` or an
     explicit ``fused`` call has built or found it): :func:`ready` says yes at once, a failed
     background build of it is forgotten. A build queued or running is left to finish."""
+    global MARKED
     with _JOBS_LOCK:
+        MARKED = True
         job = _JOBS.get(req)
         if job is None or job.cancelled() or (job.done() and job.exception() is not None):
             done = _JOBS[req] = Future()
             done.set_result(None)
 
 
+#: Whether :func:`mark_ready` has run in this process (a warm-up or an explicit ``fused``
+#: call): the first ``auto`` call of a shape then makes its Request itself, so that a kernel
+#: built ahead runs at once (not after one call on the next rule).
+MARKED = False
+
+
 def _work(jobs: queue.SimpleQueue) -> None:
-    """The background thread: for each request queued on ``jobs``, after :data:`DELAY`
-    seconds, the kernel's key and the disk cache, then, where it is not there, its build
-    (through :data:`_BUILD_IN`), one after the other."""
+    """The background thread: for each item queued on ``jobs``, after :data:`DELAY` seconds,
+    a request :func:`ask` queued is made (its plan, the device's facts) and registered, then,
+    for it or a ``(request, job)`` that :func:`ready` queued, the kernel's key and the disk
+    cache, then, where it is not there, its build (through :data:`_BUILD_IN`), one after the
+    other."""
     while True:
-        req, job = jobs.get()
-        # The call that queued the request is still running on another thread, holding the
+        item = jobs.get()
+        # The call that queued the item is still running on another thread, holding the
         # GIL; this thread's Python (the lookups, starting the build process) would take the
         # GIL from it for about a millisecond. Waiting lets that call end first.
         time.sleep(DELAY)
-        if _CLOSING or not job.set_running_or_notify_cancel():
-            job.cancel()
-            continue
-        try:
-            key = make_key(*req, ask=False)
-            if key is None or cached(key) is None:
-                key = _BUILD_IN(req)
-        except BaseException as exc:   # remembered, never raised in a caller's thread; the
-            job.set_exception(exc)     # thread lives on (no job is left running forever)
+        if item[0] is _ASK:
+            _, make, then, memo = item
+            try:   # at exit, none: no build starts
+                req = None if _CLOSING else make(memo)
+            except BaseException:   # no kernel for it: the caller's auto keeps its next rule
+                req = None
+            then(memo, req)
+            if req is None:
+                continue
+            with _JOBS_LOCK:
+                if req in _JOBS:   # queued, running, built or failed already
+                    continue
+                job = _JOBS[req] = Future()
         else:
-            job.set_result(key)
+            req, job = item
+        _run(req, job)
+
+
+def _run(req: Request, job: Future) -> None:
+    """The background thread's handling of one registered request: its key, the disk cache,
+    else the build; the outcome in ``job``."""
+    if _CLOSING or not job.set_running_or_notify_cancel():
+        job.cancel()
+        return
+    try:
+        key = make_key(*req, ask=False)
+        if key is None or cached(key) is None:
+            key = _BUILD_IN(req)
+    except BaseException as exc:   # remembered, never raised in a caller's thread; the
+        job.set_exception(exc)     # thread lives on (no job is left running forever)
+    else:
+        job.set_result(key)
+
+
+def ask(make, then, memo) -> None:
+    """Queue ``memo`` for the background thread, which makes its :class:`Request`
+    (``make(memo)``, None where that raises), hands it to ``then(memo, request)`` and
+    registers its build as :func:`ready` does (once per request). What the first ``auto``
+    call of a new shape does on the calling thread: one put, nothing else (the plan, the
+    device's facts, the job are the thread's: each costs tens of µs on a first call)."""
+    _QUEUE.put((_ASK, make, then, memo))
+    if _WORKER is None:
+        start_worker()
+
+
+def awaiting() -> bool:
+    """Whether this thread is within :func:`builds_awaited`."""
+    return getattr(_AWAIT, "on", False)
+
+
+_ASK = object()   # marks an item of :func:`ask` on the queue
 
 
 #: Seconds the background thread waits before it handles a request (see :func:`_work`).

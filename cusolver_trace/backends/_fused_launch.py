@@ -156,26 +156,43 @@ def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
     """
     if op not in ("inverse", "potrf_inverse"):
         raise ValueError(f"ready: op must be 'inverse' or 'potrf_inverse', got {op!r}")
-    dtype = dtype_info(x.dtype).name
-    in_a = _arrangement(x) or "row_major"
-    n = x.shape[-1]
-    idx = x.get_device()
-    memo = (op, dtype, upper, in_a, None, layout, n, n, idx, None, None, None, bool(check))
+    memo = (op, dtype_info(x.dtype).name, upper, _arrangement(x) or "row_major", None, layout,
+            x.shape[-1], x.shape[-1], x.get_device(), None, None, None, bool(check))
     if memo in _CALLS:
         return True
     req = _REQUESTS.get(memo)
-    if req is None:   # the first time: its plan and the device's facts, kept for the next
-        plan = plan_call(op, dtype, upper, in_a, None, layout)
-        sm, limit = _device_facts(idx)
-        req = Request(op, n, n, dtype, plan["upper"], plan["arr_a"], plan["arr_b"], sm, limit,
-                      None, None, plan["conj"], None, bool(check))
+    if req.__class__ is Request:
+        return _build.ready(req)
+    if _build.MARKED or _build.awaiting():   # kernels built ahead / builds_awaited: made here
+        req = _REQUESTS[memo] = _request(memo)
+        return _build.ready(req)
+    if req is None:   # the first time: the background thread makes the Request, keeps it
         if len(_REQUESTS) >= 4096:   # many distinct shapes: start over rather than grow
             _REQUESTS.clear()
-        _REQUESTS[memo] = req
-    return _build.ready(req)
+        _REQUESTS[memo] = _ASKED
+        _build.ask(_request, _publish, memo)
+    return False   # asked (the thread has not made its Request yet), or no kernel for it
 
 
-_REQUESTS: dict = {}   # ready()'s memo -> Request: the calls made while a kernel is built
+def _request(memo) -> Request:
+    """The :class:`Request` of :func:`ready`'s ``memo`` (the call's plan, the device's facts)."""
+    op, dtype, upper, in_a, _, layout, n, _, idx, _, _, _, check = memo
+    plan = plan_call(op, dtype, upper, in_a, None, layout)
+    sm, limit = _device_facts(idx)
+    return Request(op, n, n, dtype, plan["upper"], plan["arr_a"], plan["arr_b"], sm, limit,
+                   None, None, plan["conj"], None, check)
+
+
+def _publish(memo, req) -> None:
+    """The background thread's answer to :func:`ready`'s ask: ``memo``'s Request, or
+    :data:`_FAILED` (None: :func:`_request` raised; ``auto`` keeps its next rule)."""
+    _REQUESTS[memo] = _FAILED if req is None else req
+
+
+# ready()'s memo -> Request (or _ASKED / _FAILED): the calls made while a kernel is built
+_REQUESTS: dict = {}
+_ASKED = object()   # queued for the background thread, which has not made the Request yet
+_FAILED = object()   # no Request could be made
 
 
 def _operand(x):

@@ -339,8 +339,8 @@ class Table:
         LookupError
             :attr:`auto` has no rule for the shape.
         """
-        dev = str(device).split(":")[0] if _DEVICE_RE.fullmatch(str(device)) else None
-        if not isinstance(method, str) or method not in self.names:
+        dev = _device_kind(device)
+        if not isinstance(method, str) or (method != "auto" and method not in self.rows):
             raise ValueError(f"method must be one of {', '.join(self.names)}, got {method!r}")
         for what, v in (("n", n), ("batch", batch)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -363,6 +363,23 @@ class Table:
 
 
 _DEVICE_RE = re.compile(r"cpu|cuda(?::[0-9]{1,4})?")
+
+
+def _device_kind(device) -> str | None:
+    """``"cuda"`` / ``"cpu"`` for a device string :meth:`Table.resolve` takes (``"cuda:1"``
+    too), else None; remembered per string (every call of a routine asks)."""
+    if isinstance(device, str):
+        kind = _KINDS.get(device)
+        if kind is not None:
+            return kind
+    text = str(device)
+    kind = text.split(":")[0] if _DEVICE_RE.fullmatch(text) else None
+    if kind is not None and isinstance(device, str) and len(_KINDS) < 64:
+        _KINDS[device] = kind
+    return kind
+
+
+_KINDS: dict = {}
 
 #: Extra bytes (a row's workspace beyond torch's) below which ``auto`` does not ask the
 #: device for its free memory (:meth:`Table._fitting`).

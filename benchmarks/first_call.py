@@ -51,7 +51,7 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
     out = []
     for part in text.split(","):
         bits = part.split("x")
-        if len(bits) != 2 or not all(b.isdigit() and int(b) >= 1 for b in bits):
+        if len(bits) != 2 or not all(b.isascii() and b.isdigit() and int(b) >= 1 for b in bits):
             raise argparse.ArgumentTypeError(f"a case is BATCHxN with both ints >= 1 (as "
                                              f"1000x64,300x100), got {part!r}")
         out.append((int(bits[0]), int(bits[1])))
@@ -264,9 +264,10 @@ def seconds(text: str) -> float:
 
 def count(text: str) -> int:
     """An int >= 1."""
-    if not text.strip().isdigit() or int(text) < 1:
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:   # int() refuses "¹"
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return int(text)
+    return int(digits)
 
 
 def prepare(torch):

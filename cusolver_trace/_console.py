@@ -43,7 +43,7 @@ def width(stream=None) -> int:
     >>> del os.environ["COLUMNS"]
     """
     text = os.environ.get("COLUMNS", "").strip()
-    if text.isdigit() and int(text) > 0:
+    if text.isascii() and text.isdigit() and int(text) > 0:   # int() refuses "¹"
         return int(text)
     if _is_tty(stream or sys.stdout):
         return shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
@@ -63,7 +63,7 @@ def console(*, stderr: bool = False, piped_width: int = 200, **kw):
     stream = sys.stderr if stderr else sys.stdout
     if "width" not in kw:
         text = os.environ.get("COLUMNS", "").strip()
-        if (text.isdigit() and int(text) > 0) or _is_tty(stream):
+        if (text.isascii() and text.isdigit() and int(text) > 0) or _is_tty(stream):
             kw["width"] = width(stream)
         else:
             kw["width"] = piped_width

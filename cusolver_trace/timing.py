@@ -624,8 +624,9 @@ def gpu_busy_from_events(events, names) -> dict:
     found = attribute(events)
     samples: dict = {k: [] for k in names}
     for tick, kernels in zip(found.names, found.per_record):
-        if tick.startswith("s") and tick[1:].isdigit() and int(tick[1:]) < len(names):
-            samples[names[int(tick[1:])]].append(sum(ms for _k, ms in kernels))
+        k = tick[1:]
+        if tick.startswith("s") and k.isascii() and k.isdigit() and int(k) < len(names):
+            samples[names[int(k)]].append(sum(ms for _k, ms in kernels))
     return {k: (Timing.from_samples(v, "profiler-kernels") if v else
                 Unavailable("no marked call of it was recorded by torch.profiler"))
             for k, v in samples.items()}

@@ -201,9 +201,11 @@ def test_nrhs_for_an_op_without_right_hand_sides_is_an_error(capsys):
     (["compare", "--op", "cholesky", "--n", "4", "--device", "mps"], "--device"),
     (["compare", "--op", "cholesky", "--n", "4", "--device", "cuda:7"], "--device"),
     (["devices", "--device", "cuda:1"], "--device"),
+    (["compare", "--op", "cholesky", "--n", "4", "--device", "cuda:\u00b9"], "--device"),   # "¹": isdigit, not int
 ])
 def test_predictable_failures_exit_2_with_one_line(argv, needle):
-    if torch.cuda.is_available() and "cuda:7" not in argv and "cuda:1" not in argv:
+    if (torch.cuda.is_available() and "cuda:7" not in argv and "cuda:1" not in argv
+            and "cuda:\u00b9" not in argv):
         pytest.skip("the GPU-less answers are checked on a machine without a GPU")
     rc, out, err = run_cli(*argv)
     assert rc == 2, err

@@ -161,3 +161,13 @@ def test_devices_shows_progress_on_stderr(monkeypatch, capsys):
     monkeypatch.setattr(_console, "PROGRESS_AFTER_S", 0.0)
     assert main(["devices", "--n", "32", "--repeat", "2", "--device", "cpu"]) == 0
     assert "devices: 1/1 timing torch and the replay on cpu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("columns", ["\u00b9", "\u0663", "0", "-5", "wide"])
+def test_a_columns_that_is_not_an_ascii_width_is_ignored(columns, monkeypatch):
+    """``COLUMNS`` that is not a plain positive ASCII integer falls back to the piped width
+    instead of failing every command (a superscript digit passes ``str.isdigit`` but not
+    ``int``; an Arabic-Indic one passes both, and is refused as not ASCII)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    assert _console.width(io.StringIO()) == _console.PIPED_WIDTH
+    assert main(["compare", "--op", "cholesky", "--n", "4", "--summary-only", "--repeat", "1"]) == 0

@@ -53,7 +53,7 @@ def _case(**kw):
 def test_parse_cases():
     mod = _script()
     assert mod.parse_cases("1000x64,300x100") == [(1000, 64), (300, 100)]
-    for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", ""):
+    for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", "", "1000x\u00b9"):
         with pytest.raises(argparse.ArgumentTypeError, match="BATCHxN"):
             mod.parse_cases(bad)
 

@@ -266,7 +266,7 @@ def resolve_device(arg: str | None, *, quiet: bool = False) -> str:
     if text == "cuda":
         text = "cuda:0"
     head, _, idx = text.partition(":")
-    if head != "cuda" or not idx.isdigit():
+    if head != "cuda" or not (idx.isascii() and idx.isdigit()):  # not "¹"
         raise UsageError(f"--device must be cpu, cuda or cuda:N, got {arg!r}")
     if not torch.cuda.is_available():
         raise UsageError(f"--device {arg}: no CUDA GPU is visible to torch {torch.__version__}")

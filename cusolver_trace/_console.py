@@ -67,7 +67,35 @@ def console(*, stderr: bool = False, piped_width: int = 200, **kw):
             kw["width"] = width(stream)
         else:
             kw["width"] = piped_width
+    kw.setdefault("_environ", environ())
     return _console_class()(stderr=stderr, **kw)
+
+
+def environ():
+    """What a rich Console is given as its environment (its ``_environ``): ``os.environ``, or
+    a copy without a terminal size that rich would fail on. rich reads ``COLUMNS``,
+    ``LINES``, ``JUPYTER_COLUMNS`` and ``JUPYTER_LINES`` with ``str.isdigit`` and then
+    ``int``, which raises for a digit such as ``"¹"``: such a size is dropped (as if unset)
+    rather than failing every command.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["COLUMNS"] = "\u00b9"
+    >>> "COLUMNS" in environ()
+    False
+    >>> del os.environ["COLUMNS"]
+    >>> environ() is os.environ
+    True
+    """
+    bad = [k for k in _SIZES if (v := os.environ.get(k)) is not None
+           and v.isdigit() and not v.isascii()]
+    if not bad:
+        return os.environ
+    return {k: v for k, v in os.environ.items() if k not in bad}
+
+
+_SIZES = ("COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES")
 
 
 def _is_tty(stream) -> bool:
@@ -184,7 +212,7 @@ def fit(table, width: int, *, keep: int | None = None) -> list:
                 break
     keys, rest = shown[:keep], shown[keep:]
     # measured unconstrained: a table is never measured wider than its console
-    measure = Console(width=100_000, file=io.StringIO(), color_system=None)
+    measure = Console(width=100_000, file=io.StringIO(), color_system=None, _environ=environ())
 
     def build(idx, first=True, titled=True):
         t = Table(title=None if not titled else table.title if first else (

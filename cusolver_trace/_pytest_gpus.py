@@ -306,7 +306,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     out, rows = report
     from rich.console import Console
 
-    Console(width=200, file=terminalreporter._tw._file).print(summary_table(rows, out))
+    from ._console import environ
+
+    Console(width=200, file=terminalreporter._tw._file, _environ=environ()).print(
+        summary_table(rows, out))
 
 
 def summary_table(rows: list[dict], out) -> "rich.table.Table":  # noqa: F821

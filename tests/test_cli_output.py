@@ -165,9 +165,10 @@ def test_devices_shows_progress_on_stderr(monkeypatch, capsys):
 
 @pytest.mark.parametrize("columns", ["\u00b9", "\u0663", "0", "-5", "wide"])
 def test_a_columns_that_is_not_an_ascii_width_is_ignored(columns, monkeypatch):
-    """``COLUMNS`` that is not a plain positive ASCII integer falls back to the piped width
-    instead of failing every command (a superscript digit passes ``str.isdigit`` but not
+    """``COLUMNS`` (or ``LINES``) that is not a plain positive ASCII integer falls back to the
+    piped width instead of failing every command, ours or rich's reading of it (a superscript digit passes ``str.isdigit`` but not
     ``int``; an Arabic-Indic one passes both, and is refused as not ASCII)."""
     monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setenv("LINES", columns)   # rich reads it the same way
     assert _console.width(io.StringIO()) == _console.PIPED_WIDTH
     assert main(["compare", "--op", "cholesky", "--n", "4", "--summary-only", "--repeat", "1"]) == 0

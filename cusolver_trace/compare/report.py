@@ -199,8 +199,10 @@ class Comparison:
 
         # never the Jupyter renderer (that would display a second copy as a side effect)
         # and no file handle to leak: the text goes to a buffer
+        from .._console import environ
+
         con = Console(record=True, width=110, file=io.StringIO(), force_jupyter=False,
-                      force_terminal=False)
+                      force_terminal=False, _environ=environ())
         con.print(self)
         return con
 

@@ -728,9 +728,11 @@ class Trace(ExitStatus):
     def _render_text(self, *, html: bool = False, width: int = 120) -> str:
         from rich.console import Console
 
+        from .._console import environ
+
         console = Console(file=io.StringIO(), width=width, record=True,
                           color_system="truecolor" if html else None, force_terminal=html,
-                          force_jupyter=False)
+                          force_jupyter=False, _environ=environ())
         console.print(self.renderable())
         if html:
             return console.export_html(inline_styles=True,

@@ -174,6 +174,8 @@ def test_missing_keep_log_folder_message_and_127_only_for_missing_program(tmp_pa
     assert "--keep-log" in line and "no such folder" in line
     assert main(["--", str(tmp_path / "no-such-program")]) == 127
     assert "no such program" in one_error_line(capsys.readouterr().err)
+    assert main(["--", str(tmp_path)]) == 126   # a folder: said so, as the shell's 126
+    assert "it is a folder" in one_error_line(capsys.readouterr().err)
 
 
 def test_json_over_the_input_log_is_refused(tmp_path, capsys):

@@ -90,6 +90,24 @@ def test_trace_outputs_never_overwrite_the_program(tmp_path, capsys, option):
     assert prog.read_bytes() == before
 
 
+@pytest.mark.parametrize("form", ["--input={}", "-i={}", "if={}"])
+@pytest.mark.parametrize("option", ["--chrome", "--json", "--keep-log"])
+def test_trace_outputs_never_overwrite_an_input_given_after_an_equals_sign(tmp_path, capsys,
+                                                                           option, form):
+    """``trace --json data.txt -- python3 prog.py --input=data.txt`` replaced the program's
+    input with the trace (``--keep-log`` truncated it before the program ran); only the
+    separate-word form ``--input data.txt`` was refused (a fresh user's report)."""
+    prog, data = tmp_path / "prog.py", tmp_path / "data.txt"
+    prog.write_text("print('hello')\n")
+    data.write_text("PRECIOUS DATA\n")
+    before = {p: p.read_bytes() for p in (prog, data)}
+    argv = ["trace", option, str(data), "--", PY, str(prog), form.format(data)]
+    assert cli_main(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "a file the command reads" in line and option in line
+    assert {p: p.read_bytes() for p in (prog, data)} == before
+
+
 @pytest.mark.parametrize("module, target", [("mymod", "mymod.py"),
                                             ("pkg.sub", "pkg/sub/__main__.py"),
                                             ("pkg", "pkg/__init__.py")])

@@ -203,7 +203,8 @@ def _echo(stream, lines) -> None:
 
 def command_inputs(command: Sequence[str]) -> list[str]:
     """Files a command reads, as far as its words say: the program (found on ``PATH``),
-    every argument that names an existing regular file (``prog.py``, a data file), and the
+    every argument that names an existing regular file (``prog.py``, a data file), or does so
+    after its first ``=`` (``--input=data.npy``, ``if=data.bin``), and the
     file of a module run with ``-m`` (``python3 -m mymod`` reads ``mymod.py``; found from the
     current folder and this interpreter's path, without importing anything).
 
@@ -225,6 +226,7 @@ def command_inputs(command: Sequence[str]) -> list[str]:
 
     words = list(command)
     found = [shutil.which(words[0]) or words[0]] + words[1:] if words else []
+    found += [w.split("=", 1)[1] for w in words[1:] if "=" in w]
     found += [f for i, w in enumerate(words[1:-1], 1) if w == "-m"
               for f in _module_files(words[i + 1])]
     out = []

@@ -179,9 +179,9 @@ def _start(argv: list[str], **kw) -> subprocess.Popen:
             why = "its '#!' interpreter was not found"
         raise ProgramNotFoundError(errno.ENOENT, f"cannot run {argv[0]!r}: {why}") from e
     except PermissionError as e:
-        raise ProgramNotExecutableError(
-            errno.EACCES, f"cannot run {argv[0]!r}: permission denied "
-                          f"(not an executable file)") from e
+        why = ("it is a folder" if os.path.isdir(argv[0])
+               else "permission denied (not an executable file)")
+        raise ProgramNotExecutableError(errno.EACCES, f"cannot run {argv[0]!r}: {why}") from e
     except OSError as e:  # ENOEXEC (no '#!' line), ENOTDIR, E2BIG, ...
         raise ProgramStartError(e.errno, f"cannot run {argv[0]!r}: {e.strerror or e}") from e
 

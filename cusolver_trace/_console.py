@@ -364,8 +364,10 @@ class Progress:
         with self._lock:
             if self.shown and self.tty:
                 self._write("\r\033[K")
-            elif self.shown:
+            elif self.shown and exc[0] is None:   # not "done" when it was cut short
                 self._write(f"{self.label}: done in {self._elapsed()}\n")
+            elif self.shown:
+                self._write(f"{self.label}: stopped after {self._elapsed()}\n")
         return False
 
     def step(self, what: str = "") -> None:

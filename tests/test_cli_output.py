@@ -143,6 +143,18 @@ def test_progress_lines_on_a_stream_that_is_not_a_terminal():
     assert lines[-1].startswith("compare cholesky: done in ")
 
 
+def test_progress_cut_short_says_stopped_not_done():
+    """Ctrl-C (or an error) inside the work: the last progress line says it stopped, never
+    "done" (a fresh user saw "done in 6 s" just before "interrupted")."""
+    out = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        with _console.progress("compare cholesky", 2, stream=out, after=0.0) as bar:
+            bar.step("float64 n=64 L")
+            raise KeyboardInterrupt
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("compare cholesky: stopped after ") and "done" not in last
+
+
 def test_quick_work_prints_no_progress():
     out = io.StringIO()
     with _console.progress("x", 1, stream=out) as bar:

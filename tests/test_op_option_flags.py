@@ -72,3 +72,20 @@ def test_a_list_runs_every_combination(tmp_path, capsys):
     assert got == [(False, False), (False, True), (True, False), (True, True)]
     assert all(d["verdict"] in ("bitwise-equal", "within-tolerance")
                for d in json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize("command", ["compare", "devices", "sweep"])
+def test_each_flags_help_names_only_ops_the_subcommand_takes(command):
+    """``compare --help`` listed ``spd_inverse`` under ``--uplo`` although its ``--op``
+    refuses it (a fresh user's report): each option flag's "ops:" list is a subset of the
+    subcommand's ``--op`` choices."""
+    from cusolver_trace.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
+    p = sub.choices[command]
+    takes = set(ops.names(replayable=True) if command != "sweep" else ops.names())
+    for action in p._actions:
+        if action.help and "; ops: " in action.help:
+            listed = {w.strip() for w in action.help.rsplit("; ops: ", 1)[1].split(",")}
+            assert listed <= takes, (action.option_strings, listed - takes)

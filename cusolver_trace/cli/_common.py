@@ -151,15 +151,18 @@ def _word(flag: str):
     return parse
 
 
-def add_option_flags(p) -> None:
+def add_option_flags(p, names=None) -> None:
     """One argument per option flag of the registered ops (a comma-separated list of the
     option's words), and each option's shortcut flag; the op's own are picked out and parsed
     after parsing (:func:`option_sets`). Ops may share a flag (``--uplo`` is ``upper`` for the
-    Cholesky family and ``UPLO`` for the eigensolvers): the words are kept as words until then."""
+    Cholesky family and ``UPLO`` for the eigensolvers): the words are kept as words until then.
+    ``names``: the ops the subcommand's ``--op`` takes (default every op), which each flag's
+    help lists."""
     from .. import ops
 
     for flag, opt in ops.all_options().items():
-        takers = [o.name for o in ops.all_ops() if any(x.flag == flag for x in o.options)]
+        takers = [o.name for o in ops.all_ops() if (names is None or o.name in names)
+                  and any(x.flag == flag for x in o.options)]
         word = opt.flag[2:]
         kind = csv_of(_word(flag), word)
         if opt.shortcut is None:

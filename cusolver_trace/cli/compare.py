@@ -259,7 +259,7 @@ def register(sub) -> None:
                    help="right-hand sides (ops that take them; default 1)")
     p.add_argument("--dtype", type=csv_of(dtype_name, "dtype"), default=None,
                    help="float32,float64,complex64,complex128 (default float64, or a file's own)")
-    add_option_flags(p)
+    add_option_flags(p, names)
     p.add_argument("--matrix", default="random",
                    help="input spec: random, random:cond=1e6, lapack:ill, classic3, file:PATH, "
                         "digits; for eigensolvers also spectrum:clustered,cond=1e8, graded")

@@ -91,7 +91,7 @@ def register(sub) -> None:
                    help="right-hand sides, with an --op that takes them (default 1)")
     p.add_argument("--dtype", type=dtype_name, default="float64",
                    help="float32, float64, complex64 or complex128 (default float64)")
-    add_option_flags(p)
+    add_option_flags(p, names)
     p.add_argument("--device", action="append", help="restrict to these devices (repeatable)")
     p.add_argument("--repeat", type=integer(1, 10000), default=10,
                    help="timed runs per side and device (default 10)")

@@ -259,13 +259,17 @@ def _work(jobs: queue.SimpleQueue) -> None:
                 req = None if _CLOSING else make(memo)
             except BaseException:   # no kernel for it: the caller's auto keeps its next rule
                 req = None
-            then(memo, req)
             if req is None:
+                then(memo, None)
                 continue
-            with _JOBS_LOCK:
-                if req in _JOBS:   # queued, running, built or failed already
-                    continue
-                job = _JOBS[req] = Future()
+            with _JOBS_LOCK:   # registered before it is published: a call that finds the
+                job = _JOBS.get(req)   # Request never queues the build a second time
+                new = job is None
+                if new:
+                    job = _JOBS[req] = Future()
+            then(memo, req)
+            if not new:   # queued, running, built or failed already
+                continue
         else:
             req, job = item
         _run(req, job)
@@ -289,8 +293,8 @@ def _run(req: Request, job: Future) -> None:
 
 def ask(make, then, memo) -> None:
     """Queue ``memo`` for the background thread, which makes its :class:`Request`
-    (``make(memo)``, None where that raises), hands it to ``then(memo, request)`` and
-    registers its build as :func:`ready` does (once per request). What the first ``auto``
+    (``make(memo)``, None where that raises), registers its build as :func:`ready` does (once
+    per request), then hands it to ``then(memo, request)``. What the first ``auto``
     call of a new shape does on the calling thread: one put, nothing else (the plan, the
     device's facts, the job are the thread's: each costs tens of µs on a first call)."""
     _QUEUE.put((_ASK, make, then, memo))

@@ -42,9 +42,9 @@ def width(stream=None) -> int:
     72
     >>> del os.environ["COLUMNS"]
     """
-    text = os.environ.get("COLUMNS", "").strip()
-    if text.isascii() and text.isdigit() and int(text) > 0:   # int() refuses "¹"
-        return int(text)
+    columns = _columns()
+    if columns is not None:
+        return columns
     if _is_tty(stream or sys.stdout):
         return shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
     return PIPED_WIDTH
@@ -62,13 +62,19 @@ def console(*, stderr: bool = False, piped_width: int = 200, **kw):
     """
     stream = sys.stderr if stderr else sys.stdout
     if "width" not in kw:
-        text = os.environ.get("COLUMNS", "").strip()
-        if (text.isascii() and text.isdigit() and int(text) > 0) or _is_tty(stream):
+        if _columns() is not None or _is_tty(stream):
             kw["width"] = width(stream)
         else:
             kw["width"] = piped_width
     kw.setdefault("_environ", environ())
     return _console_class()(stderr=stderr, **kw)
+
+
+def _columns() -> int | None:
+    """``COLUMNS`` when it is a positive ASCII integer, else None (``int`` refuses ``"¹"``,
+    which ``str.isdigit`` accepts)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 
 
 def environ():

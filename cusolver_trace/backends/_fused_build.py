@@ -169,16 +169,14 @@ def ready(req: Request) -> bool:
     only within :func:`builds_awaited`."""
     job = _JOBS.get(req)
     if job is None:
-        with _JOBS_LOCK:
-            job = _JOBS.get(req)
-            if job is None:
-                job = _JOBS[req] = Future()
-                _QUEUE.put((req, job))
-                start_worker()
-                if not getattr(_AWAIT, "on", False):
-                    return False   # this call runs the next rule, however soon the build ends
+        job, new = _register(req)
+        if new:
+            _QUEUE.put((req, job))
+            start_worker()
+            if not awaiting():
+                return False   # this call runs the next rule, however soon the build ends
     if not job.done():
-        if not getattr(_AWAIT, "on", False):
+        if not awaiting():
             return False   # queued or building: the calls meanwhile cost this much
         with contextlib.suppress(CancelledError):
             job.exception()   # waits for the build
@@ -197,7 +195,7 @@ def builds_awaited():
     >>> with builds_awaited():   # doctest: +SKIP
     ...     ct.cholesky_inverse(L, method="auto")   # compiles first where it must
     """
-    before = getattr(_AWAIT, "on", False)
+    before = awaiting()
     _AWAIT.on = True
     try:
         yield
@@ -262,11 +260,9 @@ def _work(jobs: queue.SimpleQueue) -> None:
             if req is None:
                 then(memo, None)
                 continue
-            with _JOBS_LOCK:   # registered before it is published: a call that finds the
-                job = _JOBS.get(req)   # Request never queues the build a second time
-                new = job is None
-                if new:
-                    job = _JOBS[req] = Future()
+            # registered before it is published: a call that finds the Request never
+            # queues the build a second time
+            job, new = _register(req)
             then(memo, req)
             if not new:   # queued, running, built or failed already
                 continue
@@ -289,6 +285,18 @@ def _run(req: Request, job: Future) -> None:
         job.set_exception(exc)     # thread lives on (no job is left running forever)
     else:
         job.set_result(key)
+
+
+def _register(req: Request) -> tuple:
+    """``(job, new)``: ``req``'s job in :data:`_JOBS`, made now (``new``) unless one is
+    queued, running, built or failed already. Under the lock: one job per request, whichever
+    thread asks first."""
+    with _JOBS_LOCK:
+        job = _JOBS.get(req)
+        if job is not None:
+            return job, False
+        job = _JOBS[req] = Future()
+        return job, True
 
 
 def ask(make, then, memo) -> None:

@@ -448,8 +448,8 @@ class FakeCheckState:
         self.counter = torch.zeros(1, dtype=torch.int64)
         self.counter_ptr = self.counter.data_ptr()
         self.acc = _context.Scratch(lambda nbytes: torch.empty(nbytes, dtype=torch.uint8))
-        self.word = np.zeros(1, dtype=np.int32)
-        self.word_ptr = self.word.ctypes.data
+        self.word = ctypes.c_int32(0)   # as CheckState's: an int32 read through .value
+        self.word_ptr = ctypes.addressof(self.word)
 
     def close(self):
         pass

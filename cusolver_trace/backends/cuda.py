@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 
 import numpy as np
 import torch
@@ -426,6 +427,42 @@ def _trsm(c: torch.Tensor, b: torch.Tensor | None, upper: bool, batched: bool):
 _STATUS_FIELDS = ("L", "lb", "lr", "lc", "X", "xb", "xr", "xc", "n", "upper", "info", "acc",
                   "counter", "summary")
 _STATUS_SRC = ("struct StatusArgs { long long " + ", ".join(_STATUS_FIELDS) + "; };\n") + r"""
+// One pass over e = start, start + step, ... < n·n per operand, in its own memory order (the
+// index of the smaller stride runs fastest), so that a warp's loads are contiguous for row- and
+// column-major matrices alike; both operands in one pass where their orders agree. (s, f), the
+// (slow, fast) index pair of e, is advanced by additions: one 32-bit division before the loop
+// (start and step < 65535 · 256), none in it (a 64-bit division per element was most of the
+// kernel's time for large matrices).
+template<typename R, int NC, bool DO_L, bool DO_X>
+__device__ __forceinline__ void status_scan(const R* Lb, long long lr, long long lc,
+                                            const R* Xb, long long xr, long long xc, int n,
+                                            int upper, bool fast_i, int& zero, int& badL,
+                                            int& badX)
+{
+    const unsigned start = blockIdx.y * blockDim.x + threadIdx.x;
+    const unsigned step = gridDim.y * blockDim.x;
+    const unsigned un = (unsigned)n;
+    const long long nn = (long long)n * n, ds = step / un, df = step % un;
+    long long s = start / un, f = start % un;
+#pragma unroll 4
+    for (long long e = start; e < nn; e += step) {
+        const long long i = fast_i ? f : s, j = fast_i ? s : f;
+        if (DO_L && (upper ? (i <= j) : (i >= j))) {
+            const R* p = Lb + i * lr + j * lc;
+            R re = p[0];
+            R im = (NC == 2) ? p[1] : (R)0;
+            if (!isfinite(re) || !isfinite(im)) badL = 1;
+            else if (i == j && re == (R)0 && im == (R)0) zero = max(zero, (int)(n - i));
+        }
+        if (DO_X) {
+            const R* q = Xb + i * xr + j * xc;
+            if (!isfinite(q[0]) || (NC == 2 && !isfinite(q[1]))) badX = 1;
+        }
+        s += ds; f += df;
+        if (f >= n) { f -= n; ++s; }
+    }
+}
+
 template<typename R, int NC>
 __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long long lc,
                                     const R* X, long long xb, long long xr, long long xc,
@@ -433,22 +470,16 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
                                     unsigned long long* counter, int* summary)
 {
     const long long b = blockIdx.x;
-    const long long nn = (long long)n * n;
     const R* Lb = L + b * lb;
     const R* Xb = X + b * xb;
     int zero = 0, badL = 0, badX = 0;
-    for (long long e = (long long)blockIdx.y * blockDim.x + threadIdx.x; e < nn;
-         e += (long long)gridDim.y * blockDim.x) {
-        long long j = e / n, i = e - j * n;
-        if (upper ? (i <= j) : (i >= j)) {
-            const R* p = Lb + i * lr + j * lc;
-            R re = p[0];
-            R im = (NC == 2) ? p[1] : (R)0;
-            if (!isfinite(re) || !isfinite(im)) badL = 1;
-            else if (i == j && re == (R)0 && im == (R)0) zero = max(zero, (int)(n - i));
-        }
-        const R* q = Xb + i * xr + j * xc;
-        if (!isfinite(q[0]) || (NC == 2 && !isfinite(q[1]))) badX = 1;
+    const bool li = (lr < 0 ? -lr : lr) <= (lc < 0 ? -lc : lc);   // L's row index fastest
+    const bool xi = (xr < 0 ? -xr : xr) <= (xc < 0 ? -xc : xc);   // X's row index fastest
+    if (li == xi) {
+        status_scan<R, NC, true, true>(Lb, lr, lc, Xb, xr, xc, n, upper, li, zero, badL, badX);
+    } else {
+        status_scan<R, NC, true, false>(Lb, lr, lc, Xb, xr, xc, n, upper, li, zero, badL, badX);
+        status_scan<R, NC, false, true>(Lb, lr, lc, Xb, xr, xc, n, upper, xi, zero, badL, badX);
     }
     __shared__ int s_zero;
     if (threadIdx.x == 0) s_zero = 0;
@@ -588,9 +619,9 @@ class CheckState:
     and "anything to report" word (3 int64 of device memory from torch's allocator, reset by
     the kernel itself; the third is the summary word where no mapped memory exists), a record
     buffer (:class:`._context.Scratch`), and one int32 of host-mapped pinned memory for the
-    summary word (``word`` is a NumPy view of it; None where the driver gives no
-    device-accessible mapping at the same address, and :func:`inverse_check` then copies the
-    record instead)."""
+    summary word (``word``, a ``ctypes.c_int32`` at its address; None where the driver gives
+    no device-accessible mapping at the same address, and :func:`inverse_check` then copies
+    the record instead)."""
 
     def __init__(self, device):
         # [ticket, "anything to report", the summary word where no mapped memory exists]
@@ -616,7 +647,9 @@ class CheckState:
             rt.freeHost(ptr)
             return
         self.word_ptr = ptr
-        self.word = np.ctypeslib.as_array((ctypes.c_int32 * 1).from_address(ptr))
+        # a ctypes int32 at the mapped address: its ``.value`` is read and written in ~0.1 µs,
+        # where a NumPy view's item access costs ~1 µs (and several on a call's first use)
+        self.word = ctypes.c_int32.from_address(ptr)
 
     def close(self) -> None:
         ptr, self.word_ptr, self.word = self.word_ptr, 0, None
@@ -639,6 +672,11 @@ def _strided(x: torch.Tensor, n: int, nc: int):
         return x.data_ptr(), 0, r * nc, c * nc
     b, r, c = x.stride()
     return x.data_ptr(), b * nc, r * nc, c * nc
+
+
+# the struct's 14 int64 written into _StatusArgs.values in one call: struct.pack_into takes
+# ~0.5 µs where a NumPy assignment of the tuple takes ~2 µs (10 on a call's first use)
+_STATUS_STRUCT = struct.Struct(f"={len(_STATUS_FIELDS)}q")
 
 
 class _StatusArgs(LaunchArgs):
@@ -690,7 +728,7 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
         if state.word is None:
             state = None
         else:
-            state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
+            state.word.value = -1  # anything but 0 if the kernel somehow did not store it
     if state is not None and grid[1] == 1:  # every entry written by the kernel: no zeroing
         acc = state.acc.get(12 * batch, stream)
     else:
@@ -700,10 +738,10 @@ def _status(L: torch.Tensor, X: torch.Tensor, upper: bool, info, summary: bool):
     if args is None:
         args = ctx.status_args = _StatusArgs()
     L3, X3 = _batched(L, n), _batched(X, n)   # alive until after the launch
-    args.values[:] = (*_strided(L3, n, nc), *_strided(X3, n, nc), n, 1 if upper else 0,
-                      0 if info is None else info.data_ptr(), acc.data_ptr(),
-                      0 if state is None else state.counter_ptr,
-                      0 if state is None else state.word_ptr)
+    _STATUS_STRUCT.pack_into(args.values, 0, *_strided(L3, n, nc), *_strided(X3, n, nc), n,
+                             1 if upper else 0, 0 if info is None else info.data_ptr(),
+                             acc.data_ptr(), 0 if state is None else state.counter_ptr,
+                             0 if state is None else state.word_ptr)
     _launch_status(idx, dt.prefix, grid, args, stream)
     return acc, state, stream, batch
 
@@ -767,7 +805,7 @@ def self_check_buffers(idx: int, batch: int):
     acc = state.acc.get(12 * batch, stream)
     if state.word is None:
         return state, acc, stream, state.counter_ptr + 16
-    state.word[0] = -1  # anything but 0 if the kernel somehow did not store the word
+    state.word.value = -1  # anything but 0 if the kernel somehow did not store the word
     return state, acc, stream, state.word_ptr
 
 
@@ -785,6 +823,6 @@ def finish_check(idx: int, state, acc, stream: int, batch: int):
         # launch (its last-block test would be off); the next check makes fresh ones
         context(idx).check_state = None
         raise
-    if int(state.word[0]) == 0:
+    if state.word.value == 0:
         return None
     return _record(acc, batch)

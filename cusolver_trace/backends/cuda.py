@@ -429,10 +429,10 @@ _STATUS_FIELDS = ("L", "lb", "lr", "lc", "X", "xb", "xr", "xc", "n", "upper", "i
 _STATUS_SRC = ("struct StatusArgs { long long " + ", ".join(_STATUS_FIELDS) + "; };\n") + r"""
 // One pass over e = start, start + step, ... < n·n per operand, in its own memory order (the
 // index of the smaller stride runs fastest), so that a warp's loads are contiguous for row- and
-// column-major matrices alike; both operands in one pass where their orders agree (or n <= 32).
-// (s, f), the (slow, fast) index pair of e, is advanced by additions: one 32-bit division
-// before the loop (start and step < 65535 · 256), none in it (a 64-bit division per element
-// was most of the kernel's time for large matrices).
+// column-major matrices alike; both operands in one pass where their orders agree. (s, f), the
+// (slow, fast) index pair of e, is advanced by additions: one 32-bit division before the loop
+// (start and step < 65535 · 256), none in it (a 64-bit division per element was most of the
+// kernel's time for large matrices).
 template<typename R, int NC, bool DO_L, bool DO_X>
 __device__ __forceinline__ void status_scan(const R* Lb, long long lr, long long lc,
                                             const R* Xb, long long xr, long long xc, int n,
@@ -475,9 +475,7 @@ __device__ void inverse_status_impl(const R* L, long long lb, long long lr, long
     int zero = 0, badL = 0, badX = 0;
     const bool li = (lr < 0 ? -lr : lr) <= (lc < 0 ? -lc : lc);   // L's row index fastest
     const bool xi = (xr < 0 ? -xr : xr) <= (xc < 0 ? -xc : xc);   // X's row index fastest
-    // one pass where the orders agree, or where a matrix is small enough (32 x 32) for its
-    // other-order reads to hit the cache lines its block has just fetched
-    if (li == xi || n <= 32) {
+    if (li == xi) {
         status_scan<R, NC, true, true>(Lb, lr, lc, Xb, xr, xc, n, upper, li, zero, badL, badX);
     } else {
         status_scan<R, NC, true, false>(Lb, lr, lc, Xb, xr, xc, n, upper, li, zero, badL, badX);

@@ -89,3 +89,13 @@ def test_each_flags_help_names_only_ops_the_subcommand_takes(command):
         if action.help and "; ops: " in action.help:
             listed = {w.strip() for w in action.help.rsplit("; ops: ", 1)[1].split(",")}
             assert listed <= takes, (action.option_strings, listed - takes)
+
+
+@pytest.mark.parametrize("flag", sorted(FLAGS))
+def test_each_word_a_flag_takes_is_named_in_its_help(flag):
+    """`--help` names every word the flag accepts (`--pivot yes` is taken, so the help says
+    so), compared without case, as the words are parsed."""
+    opt = FLAGS[flag]
+    words_in_help = {w.strip(" ,.():").lower() for w in opt.help.replace(",", " ").split()}
+    missing = [w for w in opt.words if w.lower() not in words_in_help]
+    assert not missing, f"{flag}: {missing} accepted but not named in its help: {opt.help!r}"

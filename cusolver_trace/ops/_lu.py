@@ -16,13 +16,14 @@ from ._model import (UP_TO_2_11, UP_TO_2_12, DispatchRule, Inputs, Method, When,
 
 PIVOT = bool_option("pivot", True, "--pivot", ("true", "yes"), ("false", "no"),
                     {True: "piv", False: "nopiv"},
-                    "partial pivoting: true, false, or a list such as true,false (default true)")
+                    "partial pivoting: true (or yes), false (or no), or a list such as true,false "
+                    "(default true)")
 LEFT = bool_option("left", True, "--side", ("l", "left"), ("r", "right"),
                    {True: "left", False: "right"},
-                   "solve A·X = B (left) or X·A = B (right), or a list (default left)")
+                   "solve A·X = B (left, or l) or X·A = B (right, or r), or a list (default left)")
 ADJOINT = bool_option("adjoint", False, "--adjoint", ("true", "yes"), ("false", "no"),
                       {False: "N", True: "H"},
-                      "solve with Aᴴ (true) or A (false), or a list (default false)")
+                      "solve with Aᴴ (true, or yes) or A (false, or no), or a list (default false)")
 
 NONFINITE_NOTE = ("getrf completes with an exact zero pivot (info = k > 0) and getrs / trsm "
                   "then divide by it silently")

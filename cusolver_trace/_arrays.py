@@ -112,8 +112,9 @@ def operand(x, name: str) -> Operand:
     Raises
     ------
     TypeError
-        Unsupported array type or dtype (names the supported dtypes), or a nested list whose
-        entries are not floating-point / complex numbers.
+        Unsupported array type or dtype (names the supported dtypes), a masked array, or a
+        nested list whose entries are not floating-point / complex numbers. A subclass of
+        ``numpy.ndarray`` (``numpy.matrix``) is read as a plain array.
     ValueError
         Fewer than 2 dimensions, a ragged nested list, a device other than cuda / cpu.
 
@@ -148,7 +149,11 @@ def operand(x, name: str) -> Operand:
         data = _from_nested(x, name)
     elif isinstance(x, np.ndarray):
         kind, on_gpu = "numpy", False
-        data = x
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{name}: a masked array (its mask would be ignored); pass "
+                            f"x.filled(value) or x.data")
+        # subclasses (np.matrix) as plain arrays: their operators and shapes differ
+        data = x if type(x) is np.ndarray else x.view(np.ndarray)
         if data.dtype.kind in "fc" and not data.dtype.isnative:  # big-endian: a native copy
             data = data.astype(data.dtype.newbyteorder("="))
     else:

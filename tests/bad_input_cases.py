@@ -183,6 +183,13 @@ def cases():
          _outcome(lambda: "same values as a contiguous copy: " + str(bool(np.array_equal(
              ct.potrf(_a().numpy()[::-1, ::-1])[0], ct.potrf(np.ascontiguousarray(_a().numpy()[::-1, ::-1]))[0])))),
          _outcome(lambda: _verdict("cholesky", _a().numpy().astype(">f8"))), ""),
+        ("`numpy.matrix`; a masked array",
+         _outcome(lambda: "matrix read as a plain array: " + str(np.allclose(
+             ct.potri(np.matrix([[2.0, 0.0], [1.0, 1.0]])), [[0.5, -0.5], [-0.5, 1.0]])))
+         + "; masked: " + _outcome(lambda: ct.potrf(np.ma.masked_array(
+             np.eye(2), mask=[[0, 1], [0, 0]]))),
+         _outcome(lambda: _verdict("cholesky_inverse", np.matrix([[4.0, 2.0], [2.0, 2.0]]))),
+         ""),
         ("meta tensor", _outcome(lambda: ct.potrf(torch.empty(2, 2, device="meta"))),
          _outcome(lambda: _verdict("cholesky", torch.empty(2, 2, device="meta"))), ""),
         ("`--uplo up`, `--batch 0`, `--repeat -1`", "", "",

@@ -904,3 +904,18 @@ def test_diff_limit_and_huge_integers_follow_the_integer_rule(value, capsys):
         main(["diff", "a.json", "b.json", "--limit", value])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "--limit" in err and len(err) < 300
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")   # numpy's on np.matrix
+@pytest.mark.parametrize("fn", [lambda a: ct.potri(np.linalg.cholesky(a)),
+                                lambda a: ct.cholesky_inverse(np.linalg.cholesky(a)),
+                                lambda a: ct.spd_inverse(a), lambda a: ct.potrf(a)[0]])
+def test_numpy_matrix_is_read_as_a_plain_array_and_masked_arrays_are_refused(fn):
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    want = fn(a)
+    m = np.matrix(a)
+    got = fn(m)
+    assert type(got) is np.ndarray and np.array_equal(got, want)
+    assert np.array_equal(m, a)   # unchanged
+    with pytest.raises(TypeError, match="masked array"):
+        fn(np.ma.masked_array(a, mask=[[0, 1], [0, 0]]))

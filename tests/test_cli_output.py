@@ -184,3 +184,22 @@ def test_a_columns_that_is_not_an_ascii_width_is_ignored(columns, monkeypatch):
     monkeypatch.setenv("LINES", columns)   # rich reads it the same way
     assert _console.width(io.StringIO()) == _console.PIPED_WIDTH
     assert main(["compare", "--op", "cholesky", "--n", "4", "--summary-only", "--repeat", "1"]) == 0
+
+
+def test_an_ascii_only_output_gets_escapes_not_a_failure(tmp_path):
+    """stdout that cannot encode σ or → (PYTHONIOENCODING=ascii): the comparison still ends
+    with its own status, the characters written as backslash escapes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONIOENCODING="ascii", CUDA_VISIBLE_DEVICES="",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-m", "cusolver_trace", "compare", "--op",
+                        "cholesky_inverse", "--n", "8", "--repeat", "1", "--device", "cpu"],
+                       capture_output=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.isascii() and b"\\u03c3" in p.stdout
+    assert b"codec" not in p.stderr

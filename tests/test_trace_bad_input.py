@@ -178,6 +178,20 @@ def test_missing_keep_log_folder_message_and_127_only_for_missing_program(tmp_pa
     assert "it is a folder" in one_error_line(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("name", ["", " ", "\t"])
+def test_an_empty_program_name_is_bad_usage(name, capsys):
+    assert main(["--", name, "x"]) == 2
+    assert "give a program" in one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("label", ["", "  "])
+def test_an_empty_section_is_refused_before_the_program_runs(label, tmp_path, capsys):
+    marker = tmp_path / "ran"
+    assert main(["--section", label, "--", PY, "-c", f"open({str(marker)!r}, 'w')"]) == 2
+    assert "--section: empty label" in one_error_line(capsys.readouterr().err)
+    assert not marker.exists()
+
+
 def test_json_over_the_input_log_is_refused(tmp_path, capsys):
     log = tmp_path / "captured.log"
     log.write_text(SOLVER.format(n=8) + "\n")

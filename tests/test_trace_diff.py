@@ -323,3 +323,10 @@ def test_a_million_calls_diff_within_ten_seconds():
         elapsed = time.perf_counter() - t0
     assert d.calls_a > 1_000_000 and not d.equal and not d.approximate
     assert elapsed <= 10.0, f"{elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("argv", [["", "x.json"], ["x.json", ""]])
+def test_an_empty_file_name_is_named(argv, capsys):
+    assert cli_main(["diff", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "empty file name" in err[0]

@@ -102,9 +102,23 @@ def _predictable(exc: BaseException) -> str | None:
     return None
 
 
+def _tolerant_output() -> None:
+    """Where stdout / stderr cannot encode every character (``PYTHONIOENCODING=ascii``, a C
+    locale), write what they cannot as backslash escapes (``\\u03c3``) instead of failing a
+    finished command on its own output (σ, →, ×)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding not in ("utf8", "utf16", "utf32") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):   # a stream that cannot change: left as it is
+                pass
+
+
 def main(argv=None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _tolerant_output()
     name = _command(argv)
     parser = build_parser(() if name is None else (name,))
     args = parser.parse_args(argv)

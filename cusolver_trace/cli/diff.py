@@ -94,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"cusolver-trace diff: error: {msg}", file=sys.stderr)
         return 2
 
+    for name, path in (("A.json", args.a), ("B.json", args.b)):
+        if not path:
+            return fail(f"{name}: empty file name")
     try:
         output_path(args.json, "--json")  # before any work, as the other subcommands do
     except UsageError as e:

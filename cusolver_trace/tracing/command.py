@@ -409,6 +409,11 @@ def _run(args: argparse.Namespace, say) -> int:
         raise _Failure("give either --from-log FILE or a command after '--', not both")
     if not args.from_log and not command:
         raise _Failure("nothing to run: give a command after '--' (or --from-log FILE)")
+    if command and not command[0].strip():
+        raise _Failure(f"the program to run is named {command[0]!r}: give a program after '--'")
+    if args.section is not None and not args.section.strip():
+        raise _Failure("--section: empty label (sections are marked '#### LABEL' ... "
+                       "'#### end LABEL')")
     by = tuple(getattr(args, "by", ("routine",)) or ("routine",))
     show_tree = getattr(args, "tree", True)
     no_timing = getattr(args, "no_timing", False)

@@ -431,8 +431,8 @@ _STATUS_SRC = ("struct StatusArgs { long long " + ", ".join(_STATUS_FIELDS) + ";
 // index of the smaller stride runs fastest), so that a warp's loads are contiguous for row- and
 // column-major matrices alike; both operands in one pass where their orders agree. (s, f), the
 // (slow, fast) index pair of e, is advanced by additions: one 32-bit division before the loop
-// (start and step < 65535 · 256), none in it (a 64-bit division per element was most of the
-// kernel's time for large matrices).
+// (start and step < 65535 · 256), none in it (a 64-bit division per element would be most of
+// the kernel's time for large matrices).
 template<typename R, int NC, bool DO_L, bool DO_X>
 __device__ __forceinline__ void status_scan(const R* Lb, long long lr, long long lc,
                                             const R* Xb, long long xr, long long xc, int n,

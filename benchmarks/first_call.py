@@ -2,13 +2,19 @@
 kernel cache, against torch.
 
     python3 benchmarks/first_call.py [--cases 1000x64,300x100] [--timeout 600] [--repeat 5]
-                                     [--json first_call.json] [--no-warmup]
+                                     [--json first_call.json] [--no-warmup] [--cold-inputs]
 
 ``XDG_CACHE_HOME`` points at a fresh temporary directory (``CUSOLVER_TRACE_CACHE`` unset):
-nothing is compiled. The process is first warmed on a shape ``auto`` sends to torch (CuPy,
-cuSOLVER's handles, the check kernel), and the ``cuda13-fused`` extra is imported (its
-seconds reported): what is measured is the first call of a new shape, not the first call of
-the process. Then, per case (float64 batch x n; A SPD, L = ``torch.linalg.cholesky(A)``):
+nothing is compiled. The process is first warmed: the ``cuda13-fused`` extra is imported (its
+seconds reported), the torch ops that make a case's inputs run once on 10 x 8 x 8 (a CUDA
+generator, ``randn``, a batched matmul, ``linalg.cholesky``), and ``auto`` is called on a shape
+it sends to torch (CuPy, cuSOLVER's handles, the check kernel): what is measured is the first
+call of a new shape, not the first call of the process. ``--cold-inputs`` leaves out the
+inputs' ops from that warm-up: each case's inputs are then made by the process's first
+``randn``, matmul and ``linalg.cholesky``, and the first call also pays for the caches those
+first-in-process ops leave cold (on the H200, about 0.2-0.4 x torch's call at 1000 x 64, for
+``method="torch"`` as for ``auto``: benchmarks/results/h200-2026-12-04-b/README.md). Then, per
+case (float64 batch x n; A SPD, L = ``torch.linalg.cholesky(A)``):
 
 1. ``torch.cholesky_inverse(L)``, warm: the median wall time of synchronized calls;
 2. the first ``cusolver_trace.cholesky_inverse(L, method="auto")``: wall time, synchronized.
@@ -74,14 +80,20 @@ def wall(torch, fn) -> tuple[float, object]:
     return time.perf_counter() - t, out
 
 
-def first_call(torch, ct, checks, batch: int, n: int):
-    """Steps 1 and 2: ``(row, A, L)``, the row holding ``torch_s``, ``first_auto_s``,
-    ``method_after_first``, ``first_pot03`` and ``ratio``."""
+def make_inputs(torch, batch: int, n: int):
+    """``(A, L)``: ``batch`` SPD float64 matrices of order ``n`` on the GPU (``G Gᵀ / n + I``,
+    G standard normal from a generator seeded with ``n``) and their Cholesky factors."""
     g = torch.Generator(device="cuda").manual_seed(n)
     G = torch.randn(batch, n, n, device="cuda", dtype=torch.float64, generator=g)
     A = G @ G.mT / n + torch.eye(n, device="cuda", dtype=torch.float64)
     del G
-    L = torch.linalg.cholesky(A)
+    return A, torch.linalg.cholesky(A)
+
+
+def first_call(torch, ct, checks, batch: int, n: int):
+    """Steps 1 and 2: ``(row, A, L)``, the row holding ``torch_s``, ``first_auto_s``,
+    ``method_after_first``, ``first_pot03`` and ``ratio``."""
+    A, L = make_inputs(torch, batch, n)
     row = {"batch": batch, "n": n, "dtype": "float64"}
     for _ in range(3):
         wall(torch, lambda: torch.cholesky_inverse(L))
@@ -116,7 +128,7 @@ def measure_case(torch, ct, checks, batch: int, n: int, timeout: float) -> dict:
     return row
 
 
-def run_repeats(cases, count: int, timeout: float) -> list[list]:
+def run_repeats(cases, count: int, timeout: float, cold_inputs: bool = False) -> list[list]:
     """Steps 1 and 2 in ``count`` fresh processes (``--first-only``), each on a cold cache of
     its own: per case, the rows they printed, or ``{"error": ...}`` for a process that failed."""
     per: list[list] = [[] for _ in cases]
@@ -125,7 +137,8 @@ def run_repeats(cases, count: int, timeout: float) -> list[list]:
         with tempfile.TemporaryDirectory(prefix="first-call-repeat-") as root:
             try:
                 p = subprocess.run([sys.executable, os.path.abspath(__file__), "--first-only",
-                                    "--cases", arg], capture_output=True, text=True,
+                                    "--cases", arg] + (["--cold-inputs"] if cold_inputs else []),
+                                   capture_output=True, text=True,
                                    timeout=timeout, env=cold_env(root))
                 rows = json.loads(p.stdout) if p.returncode == 0 else None
                 error = None if rows is not None else (p.stderr.strip()[-500:] or
@@ -217,7 +230,10 @@ def _median_text(r: dict) -> str:
 def table(results: dict) -> str:
     """The results as Markdown."""
     lines = [f"{results.get('device', '?')}, torch {results.get('torch', '?')}; the extra's "
-             f"import: {results.get('extra_import_s', float('nan')):.2f} s", "",
+             f"import: {results.get('extra_import_s', float('nan')):.2f} s; "
+             + ("--cold-inputs: the inputs' torch ops left out of the process's warm-up"
+                if results.get("cold_inputs") else
+                "the inputs' torch ops warmed on 10 x 8 x 8 with the process"), "",
              "| case | torch warm ms | first auto ms | ratio | median ratio (range) | auto then | "
              "calls until fused | s until fused | slowest of calls 2 to 10 after, ms | "
              "call 10 after | ms |",
@@ -270,10 +286,11 @@ def count(text: str) -> int:
     return int(digits)
 
 
-def prepare(torch):
-    """This process on a cold cache of its own, the extra imported, and warmed on a shape
-    ``auto`` sends to torch: ``(ct, checks, results)``, or None (after one line on stderr)
-    where there is no GPU or ``auto`` does not pick fused."""
+def prepare(torch, cold_inputs: bool = False):
+    """This process on a cold cache of its own, the extra imported, the inputs' torch ops run
+    once on 10 x 8 x 8 (unless ``cold_inputs``), and warmed on a shape ``auto`` sends to torch:
+    ``(ct, checks, results)``, or None (after one line on stderr) where there is no GPU or
+    ``auto`` does not pick fused."""
     if not torch.cuda.is_available():
         print("first_call: needs a CUDA GPU", file=sys.stderr)
         return None
@@ -286,11 +303,14 @@ def prepare(torch):
     t = time.perf_counter()   # the extra, imported where auto first reaches its fused rule
     picks = routines.resolve_method("auto", 64, 1000, "float64", "cuda")
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-               "cache": cache, "extra_import_s": time.perf_counter() - t, "cases": []}
+               "cache": cache, "extra_import_s": time.perf_counter() - t,
+               "cold_inputs": bool(cold_inputs), "cases": []}
     if picks != "fused":
         print("first_call: auto does not pick fused here (is the cuda13-fused extra installed? "
               "pip install 'cusolver-trace[cuda13-fused]')", file=sys.stderr)
         return None
+    if not cold_inputs:
+        make_inputs(torch, 10, 8)   # the inputs' torch ops, first in the process, not timed
     small = torch.linalg.cholesky(torch.eye(8, dtype=torch.float64, device="cuda").expand(10, 8, 8)
                                   * 2)
     for _ in range(3):   # the process warmed on a shape auto sends to torch (and its check)
@@ -298,11 +318,11 @@ def prepare(torch):
     return ct, checks, results
 
 
-def first_only(cases) -> int:
+def first_only(cases, cold_inputs: bool = False) -> int:
     """``--first-only`` (a repeat): steps 1 and 2 of each case, printed as a JSON list."""
     import torch
 
-    ready = prepare(torch)
+    ready = prepare(torch, cold_inputs)
     if ready is None:
         return 2
     ct, checks, _ = ready
@@ -328,10 +348,13 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=count, default=5,
                    help="processes in which the first call is timed (this one and fresh ones; "
                         "the goal is on the median)")
+    p.add_argument("--cold-inputs", action="store_true",
+                   help="leave the torch ops that make the inputs out of the process's warm-up: "
+                        "the first call also pays for the caches they leave cold")
     p.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.first_only:
-        return first_only(args.cases)
+        return first_only(args.cases, args.cold_inputs)
     # before minutes of work
     problem = output_problem(args.json, "--json", reads=(__file__,), dash=False)
     if problem is not None:
@@ -339,7 +362,7 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    ready = prepare(torch)
+    ready = prepare(torch, args.cold_inputs)
     if ready is None:
         return 2
     ct, checks, results = ready
@@ -347,7 +370,7 @@ def main(argv=None) -> int:
         results["cases"].append(measure_case(torch, ct, checks, batch, n, args.timeout))
         torch.cuda.empty_cache()
     if args.repeat > 1:
-        per = run_repeats(args.cases, args.repeat - 1, args.timeout)
+        per = run_repeats(args.cases, args.repeat - 1, args.timeout, args.cold_inputs)
         results["cases"] = [with_repeats(r, rep) for r, rep in zip(results["cases"], per)]
     if not args.no_warmup:
         results["warmup"] = run_warmup(args.timeout)

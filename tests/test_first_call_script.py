@@ -155,6 +155,25 @@ def test_repeats_the_goal_is_on_the_median_of_the_processes(monkeypatch):
     assert mod.run_repeats([(1000, 64)], 1, 60) == [[{"error": "Traceback ...\nRuntimeError: boom"}]]
 
 
+def test_cold_inputs_reaches_the_repeats_and_the_table(monkeypatch):
+    """--cold-inputs (the inputs' torch ops left out of the process's warm-up) is passed to
+    every fresh process, and the table says which warm-up the figures come from."""
+    mod = _script()
+    seen = []
+
+    def fake_run(argv, **kw):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, json.dumps([_case()]), "")
+    monkeypatch.setattr(mod.subprocess, "run", fake_run)
+    mod.run_repeats([(1000, 64)], 2, 60, cold_inputs=True)
+    mod.run_repeats([(1000, 64)], 1, 60)
+    assert [a[-4:] for a in seen] == [["--first-only", "--cases", "1000x64", "--cold-inputs"]] * 2 \
+        + [[mod.os.path.abspath(mod.__file__), "--first-only", "--cases", "1000x64"]]
+    assert "--cold-inputs: the inputs' torch ops left out" in mod.table(
+        {"cases": [_case()], "cold_inputs": True})
+    assert "the inputs' torch ops warmed on 10 x 8 x 8" in mod.table({"cases": [_case()]})
+
+
 @pytest.mark.parametrize("text", ["0", "-1", "x", "1.5", ""])
 def test_repeat_is_an_integer_of_at_least_1(text):
     with pytest.raises(argparse.ArgumentTypeError):

@@ -36,6 +36,7 @@ from cusolver_trace.backends import _fused_build as B
 from cusolver_trace.backends import _fused_launch as L
 from cusolver_trace.backends import _fused_toolchain as T
 from cusolver_trace.backends import _fused_warmup as W
+from cusolver_trace.backends import _waiting as W_
 from cusolver_trace.backends import fused as F
 from cusolver_trace.cli import main
 from cusolver_trace.errors import CompileWarning
@@ -117,6 +118,7 @@ def fake(monkeypatch, tmp_path):
                         ("MARKED", False)):
         monkeypatch.setattr(B, name, value)
     monkeypatch.setattr(B, "_QUEUE", CountingQueue())
+    monkeypatch.setattr(W_, "PENDING", type(W_.PENDING)())
     monkeypatch.setattr(B, "_BUILD_IN", B.build_here)   # the fakes live in this process
     monkeypatch.setattr(B, "DELAY", 0.0)
     for name in ("_MODULES", "_CALLS", "_WARNED", "_REQUESTS"):
@@ -125,6 +127,14 @@ def fake(monkeypatch, tmp_path):
     yield compiler
     compiler.gate.set()   # never leave the background thread blocked,
     drain()               # nor building this test's kernels in the next test
+
+
+def ready_then_wait(*args):
+    """``fused.ready(*args)`` followed by what a real call does next: its wait for the GPU,
+    where a checked call's deferred ask is put on the queue (:mod:`._waiting`)."""
+    answer = F.ready(*args)
+    W_.run()
+    return answer
 
 
 def settle():
@@ -180,9 +190,40 @@ def fake_rows(monkeypatch):
             row = table.rows[name]
 
             def run(*a, _name=name, _kind=kind):
+                W_.run()   # as a real row's call does in its wait for the GPU (checked or not)
                 return (_name, None) if _kind == "inverse" else (_name, None, None)
             monkeypatch.setitem(table.rows, name, dataclasses.replace(row, cuda=run,
                                                                       cuda_checked=run))
+
+
+def test_a_checked_calls_ask_is_put_in_its_wait_an_unchecked_one_at_once(fake):
+    """The first checked call of a new kernel only defers its ask (waking the background
+    thread is a system call of host time): the put happens in the call's wait for its check
+    kernel, or at the next readiness question or query where that wait never came. An
+    unchecked call has no wait: its ask is put at once. Either way, once."""
+    assert F.ready("inverse", FakeCuda(16), False, True) is False
+    assert B._QUEUE.puts == 0 and len(W_.PENDING) == 1
+    W_.run()                                   # the checked call's wait
+    assert B._QUEUE.puts == 1 and not W_.PENDING
+    assert F.ready("inverse", FakeCuda(17), False, False) is False
+    assert B._QUEUE.puts == 2 and not W_.PENDING
+    assert F.ready("inverse", FakeCuda(18), False, True) is False   # its wait never comes:
+    assert F.ready("inverse", FakeCuda(18), False, True) is False   # the next question puts it
+    assert B._QUEUE.puts == 3 and not W_.PENDING
+    assert F.ready("inverse", FakeCuda(19), False, True) is False
+    assert B._QUEUE.puts == 3 and len(W_.PENDING) == 1
+    W_.run()
+    drain()
+    assert sorted(k.n for k in fake.keys) == [16, 17, 18, 19]
+
+
+def test_a_query_hands_its_ask_over_before_it_returns(fake, fake_rows):
+    """inverse_method / spd_inverse_method ask as a checked call does but wait for nothing:
+    the ask is put before they return."""
+    assert routines.inverse_method(FakeCuda(20), "auto") == "torch"
+    assert B._QUEUE.puts == 1 and not W_.PENDING
+    assert routines.spd_inverse_method(FakeCuda(20, order="row_major"), "auto") == "torch"
+    assert B._QUEUE.puts == 2 and not W_.PENDING
 
 
 # --------------------------------------------------------------------------- the table
@@ -312,7 +353,7 @@ def test_the_background_thread_waits_before_it_handles_a_request(fake, monkeypat
     real = L.plan_call
     monkeypatch.setattr(L, "plan_call", lambda *a: plans.append(time.perf_counter()) or real(*a))
     t = time.perf_counter()
-    assert F.ready("inverse", FakeCuda(16), False, True) is False
+    assert ready_then_wait("inverse", FakeCuda(16), False, True) is False
     assert B._QUEUE.puts == 1
     settle()
     assert plans[0] - t >= 0.3
@@ -331,14 +372,14 @@ def test_calls_while_a_kernel_builds_reuse_its_request(fake, monkeypatch):
     real = L.plan_call
     monkeypatch.setattr(L, "plan_call", lambda *a: plans.append(a) or real(*a))
     x = FakeCuda(16)
-    assert [F.ready("inverse", x, False, True) for _ in range(5)] == [False] * 5
+    assert [ready_then_wait("inverse", x, False, True) for _ in range(5)] == [False] * 5
     settle()
-    assert [F.ready("inverse", x, False, True) for _ in range(5)] == [False] * 5
+    assert [ready_then_wait("inverse", x, False, True) for _ in range(5)] == [False] * 5
     assert len(plans) == 1 and len(B._JOBS) == 1 and B._QUEUE.puts == 1
     gate.set()
     drain()
-    assert F.ready("inverse", x, False, True) is True and len(plans) == 1
-    assert F.ready("inverse", FakeCuda(16), True, True) is False   # upper: another kernel
+    assert ready_then_wait("inverse", x, False, True) is True and len(plans) == 1
+    assert ready_then_wait("inverse", FakeCuda(16), True, True) is False   # upper: another kernel
     settle()
     assert len(plans) == 2
 
@@ -373,10 +414,10 @@ def test_a_shape_needing_the_suggestion_asks_libmathdx_only_in_the_background(fa
         return (1, (64,))
     monkeypatch.setattr(T, "_ask_suggested", ask)
     assert ("inverse", 33, "float64") not in F.TUNED
-    assert F.ready("inverse", FakeCuda(33), False, True) is False
+    assert ready_then_wait("inverse", FakeCuda(33), False, True) is False
     drain()
     assert asked == [False] and len(fake.keys) == 1
-    assert F.ready("inverse", FakeCuda(33), False, True) is True
+    assert ready_then_wait("inverse", FakeCuda(33), False, True) is True
     assert asked == [False]
 
 
@@ -409,7 +450,7 @@ def test_explicit_fused_warns_once_per_kernel_it_compiles(fake, fake_cupy):
 
 
 def test_explicit_fused_after_a_background_build_loads_it_silently(fake, fake_cupy):
-    assert F.ready("inverse", FakeCuda(16), False, True) is False
+    assert ready_then_wait("inverse", FakeCuda(16), False, True) is False
     drain()
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
@@ -421,9 +462,9 @@ def test_explicit_fused_after_a_background_build_loads_it_silently(fake, fake_cu
 def test_explicit_fused_waits_for_a_running_build_and_takes_over_a_queued_one(fake, fake_cupy):
     fake.hold.add(64)
     fake.gate.clear()
-    assert F.ready("inverse", FakeCuda(64), False, True) is False     # running, held
+    assert ready_then_wait("inverse", FakeCuda(64), False, True) is False     # running, held
     assert fake.entered.wait(WAIT)
-    assert F.ready("inverse", FakeCuda(32), False, True) is False     # queued behind it
+    assert ready_then_wait("inverse", FakeCuda(32), False, True) is False     # queued behind it
     # the queued one: compiled by the caller at once (not after the held one)
     with pytest.warns(CompileWarning, match="n = 32"):
         _kernel(32)
@@ -434,7 +475,7 @@ def test_explicit_fused_waits_for_a_running_build_and_takes_over_a_queued_one(fa
         _kernel(64)
     drain()
     assert fake.count(n=64) == 1 and fake.count(n=32) == 1
-    assert F.ready("inverse", FakeCuda(32), False, True) is True
+    assert ready_then_wait("inverse", FakeCuda(32), False, True) is True
 
 
 @settings(max_examples=25, deadline=None,
@@ -457,12 +498,12 @@ def test_property_one_build_per_kernel(fake, calls):
 
     shutil.rmtree(F.default_cache_dir(), ignore_errors=True)
     for n, dt, order, upper, check in calls:
-        F.ready("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
+        ready_then_wait("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
     drain()
     distinct = {F.make_key(*r) for r in B._JOBS}
     assert len(fake.keys) == len(set(fake.keys)) == len(distinct)
     assert B._QUEUE.puts == len(set(calls))
-    assert all(F.ready("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
+    assert all(ready_then_wait("inverse", FakeCuda(n, getattr(torch, dt), order), upper, check)
                for n, dt, order, upper, check in calls)
 
 
@@ -544,8 +585,8 @@ def test_warmup_default_list_and_cached_then_compiled(fake):
     again = F.warmup(sm=(9, 0), workers=1)
     assert [r["status"] for r in again] == ["cached"] * 24 and len(fake.keys) == 24
     assert all(r["stages"] == {} for r in again)
-    assert F.ready("inverse", FakeCuda(128, torch.float32), False, True) is True
-    assert F.ready("potrf_inverse", FakeCuda(8, order="row_major"), False, True) is True
+    assert ready_then_wait("inverse", FakeCuda(128, torch.float32), False, True) is True
+    assert ready_then_wait("potrf_inverse", FakeCuda(8, order="row_major"), False, True) is True
     assert len(fake.keys) == 24
 
 
@@ -563,12 +604,12 @@ def test_warmup_choices_and_a_failure_recorded(fake):
 
 def test_warmup_clears_a_failed_background_build(fake):
     fake.fail = RuntimeError("transient")
-    assert F.ready("inverse", FakeCuda(4), False, True) is False
+    assert ready_then_wait("inverse", FakeCuda(4), False, True) is False
     drain()
-    assert F.ready("inverse", FakeCuda(4), False, True) is False      # remembered
+    assert ready_then_wait("inverse", FakeCuda(4), False, True) is False      # remembered
     fake.fail = None
     F.warmup(["cholesky_inverse"], [4], ["float64"], sm="9.0", workers=1)
-    assert F.ready("inverse", FakeCuda(4), False, True) is True
+    assert ready_then_wait("inverse", FakeCuda(4), False, True) is True
 
 
 @pytest.mark.parametrize("kw,err,match", [
@@ -709,9 +750,9 @@ def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake
     monkeypatch.setattr(B, "MARKED", marked)
     fake.hold.add(64)
     fake.gate.clear()
-    assert F.ready("inverse", FakeCuda(64), False, True) is False
+    assert ready_then_wait("inverse", FakeCuda(64), False, True) is False
     assert fake.entered.wait(WAIT)
-    assert F.ready("inverse", FakeCuda(32), False, True) is False     # queued
+    assert ready_then_wait("inverse", FakeCuda(32), False, True) is False     # queued
     threading.Timer(0.05, fake.gate.set).start()
     B._at_exit()
     drain()
@@ -720,7 +761,7 @@ def test_at_exit_the_running_build_finishes_and_the_queued_ones_are_dropped(fake
     assert jobs[0][1].done() and jobs[0][1].exception() is None
     assert not marked or jobs[1][1].cancelled()
     assert [k.n for k in fake.keys] == [64]
-    assert F.ready("inverse", FakeCuda(16), False, True) is False     # queued, never started
+    assert ready_then_wait("inverse", FakeCuda(16), False, True) is False     # queued, never started
     assert not any(k.n == 16 for k in fake.keys)
 
 

@@ -291,7 +291,8 @@ def test_property_resolve_method_answers_or_raises_a_documented_error(method, n,
     valid = (isinstance(n, int) and not isinstance(n, bool) and n >= 0
              and isinstance(batch, int) and not isinstance(batch, bool) and batch >= 0
              and isinstance(device, str) and device.split(":")[0] in ("cuda", "cpu")
-             and dtype in ("float32", "float64", "complex64", "complex128"))
+             and isinstance(dtype, str)   # a name, or its LAPACK prefix letter (documented)
+             and dtype in ("float32", "float64", "complex64", "complex128", "s", "d", "c", "z"))
     try:
         got = routines.resolve_method(*args)
     except (ValueError, TypeError, LookupError) as exc:

@@ -19,6 +19,7 @@ from .._dtypes import dtype_info
 from . import _context
 from . import _fused_build as _build
 from . import _fused_toolchain as _toolchain
+from . import _waiting
 from .cuda_copy import column_major_layout
 from ._fused_build import Request, make_key
 from ._fused_layout import SMEM_LIMIT, FusedKey, arrangement_of, plan_call
@@ -133,7 +134,10 @@ def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
     """Whether the kernel a call of ``op`` on ``x`` needs can run now without compiling:
     loaded in this process, built by it, or in the disk cache. When it cannot, its build
     starts in the background (once; :func:`._fused_build.ready`) and the answer is False
-    until it is built, and stays False where the build failed. What ``method="auto"`` asks
+    until it is built, and stays False where the build failed. A ``check`` call's first ask
+    is handed to the background thread while that call waits for its check kernel
+    (:mod:`._waiting`; a query, :func:`cusolver_trace.routines.inverse_method`, hands it over
+    before it returns). What ``method="auto"`` asks
     (:attr:`cusolver_trace.routines.Impl.ready`); the kernel depends on x's dtype, order and
     memory order (row- or column-major), ``upper`` and ``check``.
 
@@ -156,6 +160,8 @@ def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
     """
     if op not in ("inverse", "potrf_inverse"):
         raise ValueError(f"ready: op must be 'inverse' or 'potrf_inverse', got {op!r}")
+    if _waiting.PENDING:   # an earlier call's deferred ask (its wait never came)
+        _waiting.run()
     memo = (op, dtype_info(x.dtype).name, upper, _arrangement(x) or "row_major", None, layout,
             x.shape[-1], x.shape[-1], x.get_device(), None, None, None, bool(check))
     if memo in _CALLS:
@@ -170,7 +176,7 @@ def ready(op: str, x, upper: bool, check: bool = False, layout=None) -> bool:
         if len(_REQUESTS) >= 4096:   # many distinct shapes: start over rather than grow
             _REQUESTS.clear()
         _REQUESTS[memo] = _ASKED
-        _build.ask(_request, _publish, memo)
+        _build.ask(_request, _publish, memo, defer=bool(check))   # checked: put in its wait
     return False   # asked (the thread has not made its Request yet), or no kernel for it
 
 

@@ -31,6 +31,7 @@ from ..raw import _load
 from ..raw import cublas as cb
 from ..raw import cusolver as cs
 from . import _mirror, cuda_copy
+from . import _waiting
 from ._context import (LaunchArgs, Scratch, StreamRef, device_bytes, bound, context,
                        current_device, current_stream_ptr, on_device, size_key)
 
@@ -812,7 +813,10 @@ def self_check_buffers(idx: int, batch: int):
 def finish_check(idx: int, state, acc, stream: int, batch: int):
     """The one synchronization of a checked call: None when the launch's summary word says
     nothing is to report, else the ``(batch, 3)`` record on the host (copied only then; always
-    where no host-mapped word exists)."""
+    where no host-mapped word exists). Host work deferred to the next wait
+    (:mod:`._waiting`) runs first, while the check kernel runs."""
+    if _waiting.PENDING:   # deferred host work, hidden behind the check kernel's run
+        _waiting.run()
     if state is None or state.word is None:  # no mapped word here: copy the record (synchronizes)
         host = _record(acc, batch)
         return host if host.any() else None

@@ -11,6 +11,7 @@ import numpy as np
 from .._arrays import Array, ArrayLike, as_numpy, flag, wrap
 from ..backends import cpu as _cpu
 from ..errors import NonFiniteError, SingularFactorError
+from ..backends._waiting import run as run_waiting
 from ._table import AutoRule, Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
 from .cholesky import factor_operand
 
@@ -266,8 +267,10 @@ def inverse_method(L: ArrayLike, method: str = "auto", *, upper: bool = False,
     """
     c, n, batch = factor_operand(L)
     upper, check = flag(upper, "upper"), flag(check, "check")
-    return CHOLESKY_INVERSE.resolve(method, n, batch, c.dtype.name, device_of(c),
+    used = CHOLESKY_INVERSE.resolve(method, n, batch, c.dtype.name, device_of(c),
                                     call=(c.data, upper, check) if c.on_gpu else None)
+    run_waiting()   # a kernel this asked for: its build queued now (no wait follows a query)
+    return used
 
 
 def potri(L: ArrayLike, upper: bool = False, *, check: bool = True) -> Array:

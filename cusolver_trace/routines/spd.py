@@ -11,6 +11,7 @@ from .._arrays import Array, ArrayLike, as_numpy, flag, operand, require_square,
 from ..backends import cpu as _cpu
 from ._table import Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
 from .cholesky import POTRF, flag_nan_pivots
+from ..backends._waiting import run as run_waiting
 from .inverse import CHOLESKY_INVERSE, INVERSE_METHODS, raise_for_status
 
 
@@ -188,9 +189,11 @@ def spd_inverse_method(A: ArrayLike, method: str = "auto", *, upper: bool = Fals
     a = operand(A, "A")
     n = require_square(a, "A")
     upper, check = flag(upper, "upper"), flag(check, "check")
-    return SPD_INVERSE_TABLE.resolve(method, n, math.prod(a.batch_shape), a.dtype.name,
+    used = SPD_INVERSE_TABLE.resolve(method, n, math.prod(a.batch_shape), a.dtype.name,
                                      device_of(a), call=(a.data, upper, check) if a.on_gpu
                                      else None)
+    run_waiting()   # a kernel this asked for: its build queued now (no wait follows a query)
+    return used
 
 
 def _potrf_routine(used: str, dt, on_gpu: bool, batch: int) -> str:

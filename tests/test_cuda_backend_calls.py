@@ -577,6 +577,22 @@ def test_inverse_check_one_sync_and_details_only_on_failure(kernel):
     assert got is not None and got[:, 2].tolist() == [0, 4, 0] and not got[:, :2].any()
 
 
+def test_the_checks_wait_runs_deferred_host_work_after_the_launch_before_the_sync(kernel):
+    """Host work deferred to the next wait (a kernel's ask) runs in the checked call after its
+    check kernel is launched and before the synchronization, once; with or without the
+    host-mapped word."""
+    from cusolver_trace.backends import _waiting
+
+    launches, syncs, _ = kernel
+    L, X, *_ = _bad_case(torch.float64, False)
+    seen = []
+    for _ in range(2):
+        _waiting.defer(lambda: seen.append((len(launches), len(syncs))))
+        assert cuda.inverse_check(L, X, False, None) is None
+        _context.context(-1).check_state.word = None     # the second call: no mapped word
+    assert seen == [(1, 0), (2, 1)] and len(syncs) == 1 and not _waiting.PENDING
+
+
 def test_inverse_check_syncs_torchs_current_stream(kernel, raw):
     launches, syncs, _ = kernel
     L, X, *_ = _bad_case(torch.float64, True)

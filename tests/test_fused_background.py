@@ -820,3 +820,17 @@ def test_a_build_process_does_not_run_the_users_main_script_again(tmp_path):
     done = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     assert marker.read_text() == "top level\n"
+
+
+def test_deferred_work_that_fails_warns_and_never_fails_the_waiting_call():
+    """A deferred callable that raises (say the background thread cannot start) is a
+    RuntimeWarning of the call that waits, which goes on; the work after it still runs."""
+    done = []
+
+    def boom():
+        raise RuntimeError("can't start new thread")
+    W_.defer(boom)
+    W_.defer(lambda: done.append(1))
+    with pytest.warns(RuntimeWarning, match="deferred host work failed .RuntimeError: can't"):
+        W_.run()
+    assert done == [1] and not W_.PENDING

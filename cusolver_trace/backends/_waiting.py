@@ -11,6 +11,7 @@ query); nothing here is ever dropped.
 from __future__ import annotations
 
 import collections
+import warnings
 
 #: Callables waiting for the next wait (appended and popped from any thread: ``deque`` is
 #: thread-safe for both).
@@ -23,7 +24,10 @@ def defer(fn) -> None:
 
 
 def run() -> None:
-    """Run every deferred callable, oldest first, each once (whichever thread runs it).
+    """Run every deferred callable, oldest first, each once (whichever thread runs it). One
+    that raises an ``Exception`` is reported as a ``RuntimeWarning``, never raised into the
+    call that happens to wait here (for the fused kernels' asks: ``auto`` keeps running its
+    next rule, as for a build that failed).
 
     Examples
     --------
@@ -39,4 +43,8 @@ def run() -> None:
             fn = PENDING.popleft()
         except IndexError:   # another thread took the last one
             return
-        fn()
+        try:
+            fn()
+        except Exception as exc:   # never the failure of the call that happens to wait here
+            warnings.warn(f"cusolver-trace: deferred host work failed ({type(exc).__name__}: "
+                          f"{exc})", RuntimeWarning, stacklevel=2)

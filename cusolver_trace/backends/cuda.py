@@ -815,12 +815,13 @@ def finish_check(idx: int, state, acc, stream: int, batch: int):
     nothing is to report, else the ``(batch, 3)`` record on the host (copied only then; always
     where no host-mapped word exists). Host work deferred to the next wait
     (:mod:`._waiting`) runs first, while the check kernel runs."""
-    if _waiting.PENDING:   # deferred host work, hidden behind the check kernel's run
-        _waiting.run()
     if state is None or state.word is None:  # no mapped word here: copy the record (synchronizes)
+        _waiting.run()   # deferred host work, hidden behind the check kernel's run
         host = _record(acc, batch)
         return host if host.any() else None
     try:
+        if _waiting.PENDING:
+            _waiting.run()
         _load.cupy().cuda.runtime.streamSynchronize(stream)
     except BaseException:
         # the launch may still be running: never share its counter and word with a later

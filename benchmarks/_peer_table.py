@@ -250,6 +250,13 @@ def main(spec: Spec, argv=None) -> int:
             cases = [tuple(int(v) for v in c.lower().split("x")) for c in args.cases.split(",")]
         except ValueError:
             p.error(f"--cases: expected a list like 10000x8,1x4096, got {args.cases!r}")
+    if not spec.dry:
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"{p.prog}: no CUDA GPU visible to torch; {spec.dry_env}=1 runs the script's "
+                  "logic on the CPU with small sizes", file=sys.stderr)
+            return 2
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
     P = Peers(spec)

@@ -1,5 +1,5 @@
-"""Issue 27, "no first-call stall": the first ``method="auto"`` call of a new shape on a cold
-kernel cache, against torch.
+"""The first ``method="auto"`` call of a new shape on a cold kernel cache, against torch (no
+first-call stall: ``auto`` runs torch's path while the kernel is built in the background).
 
     python3 benchmarks/first_call.py [--cases 1000x64,300x100] [--timeout 600] [--repeat 5]
                                      [--json first_call.json] [--no-warmup] [--cold-inputs]
@@ -53,14 +53,24 @@ AFTER = 10   # the call after readiness that is checked
 
 
 def parse_cases(text: str) -> list[tuple[int, int]]:
-    """``"1000x64,300x100"`` -> ``[(1000, 64), (300, 100)]`` (batch x n, each >= 1)."""
+    """``"1000x64,300x100"`` -> ``[(1000, 64), (300, 100)]``: batch x n, each an integer from 1
+    to 10⁹ in plain decimal digits (the CLI's parser), no case named twice."""
+    from cusolver_trace.cli._common import integer
+
+    one = integer(1, 10**9)
     out = []
     for part in text.split(","):
         bits = part.split("x")
-        if len(bits) != 2 or not all(b.isascii() and b.isdigit() and int(b) >= 1 for b in bits):
-            raise argparse.ArgumentTypeError(f"a case is BATCHxN with both ints >= 1 (as "
-                                             f"1000x64,300x100), got {part!r}")
-        out.append((int(bits[0]), int(bits[1])))
+        try:
+            if len(bits) != 2:
+                raise argparse.ArgumentTypeError("not two numbers joined by 'x'")
+            case = (one(bits[0]), one(bits[1]))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"a case is BATCHxN (as 1000x64,300x100), got "
+                                             f"{part!r}: {exc}") from None
+        if case in out:
+            raise argparse.ArgumentTypeError(f"the case {part!r} is named twice")
+        out.append(case)
     return out
 
 
@@ -268,22 +278,17 @@ def table(results: dict) -> str:
 
 
 def seconds(text: str) -> float:
-    """A finite number of seconds > 0."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return v
+    """A finite number of seconds > 0, written plainly (the CLI's parser)."""
+    from cusolver_trace.cli._common import number
+
+    return number(0, exclusive=True)(text)
 
 
 def count(text: str) -> int:
-    """An int >= 1."""
-    digits = text.strip()
-    if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:   # int() refuses "¹"
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return int(digits)
+    """An integer from 1 to 1000 in plain decimal digits (the CLI's parser)."""
+    from cusolver_trace.cli._common import integer
+
+    return integer(1, 1000)(text)
 
 
 def prepare(torch, cold_inputs: bool = False):

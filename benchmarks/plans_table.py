@@ -17,9 +17,8 @@ import traceback
 import torch
 
 T0 = time.time()
-DEADLINE = float(sys.argv[1]) if len(sys.argv) > 1 else 135.0
+DEADLINE = 135.0   # seconds from T0; the command line's first argument (main)
 OUT = os.environ.get("OUT", "/tmp/out")
-os.makedirs(OUT, exist_ok=True)
 
 import cusolver_trace as ct  # noqa: E402
 from cusolver_trace import checks, plans  # noqa: E402
@@ -381,11 +380,20 @@ def dtypes_8192():
         torch.cuda.empty_cache()
 
 
-def main():
+def main(argv=None):
+    global DEADLINE
+    from cusolver_trace._argparse import Parser
+    from cusolver_trace.cli._common import number
+
+    p = Parser(prog="plans_table.py", description=__doc__.splitlines()[0])
+    p.add_argument("deadline", nargs="?", type=number(0, exclusive=True), default=DEADLINE,
+                   help="seconds from the start after which no new section starts")
+    DEADLINE = p.parse_args(argv).deadline
     if not DRY and not torch.cuda.is_available():
         print("plans_table.py: no CUDA GPU visible to torch; PLANS_DRY=1 runs the script's "
               "logic on the CPU with small sizes", file=sys.stderr)
         raise SystemExit(2)
+    os.makedirs(OUT, exist_ok=True)
     say(f"torch {torch.__version__}, {'CPU dry run' if DRY else torch.cuda.get_device_name(0)}; cusolver_trace from "
         f"{os.path.dirname(ct.__file__)}")
     if not DRY:

@@ -74,9 +74,14 @@ def main(argv=None) -> int:
     p.add_argument("--lines", action="store_true", help="keep each node's log line")
     p.add_argument("--no-op", action="store_true", help="drop the torch op of each call")
     args = p.parse_args(argv)
-    with open(args.trace, encoding="utf-8") as fh:
-        trace = json.load(fh)
-    s = sizes(trace, lines=args.lines, op=not args.no_op)
+    try:
+        with open(args.trace, encoding="utf-8") as fh:
+            trace = json.load(fh)
+        s = sizes(trace, lines=args.lines, op=not args.no_op)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(f"trace_json_size.py: {args.trace}: not a readable trace file ({type(exc).__name__}: "
+              f"{exc})", file=sys.stderr)
+        return 2
     mb = lambda n: f"{n / 1e6:.3f} MB"  # noqa: E731
     print(f"{s['nodes']} call nodes; calls {mb(s['calls_given'])} -> {mb(s['calls_compact'])} "
           f"({s['calls_compact'] / max(s['nodes'], 1):.0f} bytes a node); whole file "

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,11 +53,15 @@ def _case(**kw):
 def test_parse_cases():
     mod = _script()
     assert mod.parse_cases("1000x64,300x100") == [(1000, 64), (300, 100)]
-    for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", "", "1000x\u00b9"):
+    for bad in ("1000x", "x64", "1000x0", "1000*64", "1000x64x2", "-1x4", "", "1000x\u00b9",
+                " 1x5", "1_0x5", "\u0665x5", "99999999999999999999x5", "1000x-0"):
         with pytest.raises(argparse.ArgumentTypeError, match="BATCHxN"):
             mod.parse_cases(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="named twice"):
+        mod.parse_cases("1x5,1x5")
 
 
+@settings(deadline=None)   # the first example imports the CLI's parsers
 @given(st.text(max_size=12))
 def test_timeout_is_a_finite_number_of_seconds_above_0_or_refused(text):
     import math
@@ -68,6 +72,16 @@ def test_timeout_is_a_finite_number_of_seconds_above_0_or_refused(text):
         assert repr(text) in str(e)
         return
     assert got == float(text) and math.isfinite(got) and got > 0
+    assert text.strip() == text and "_" not in text and text.isascii()   # written plainly
+
+
+@pytest.mark.parametrize("text", [" 5", "1_0", "\u0665", "\u0661e\u0663", "5 ", "inf"])
+def test_timeout_and_repeat_take_only_plain_digits(text):
+    mod = _script()
+    with pytest.raises(argparse.ArgumentTypeError):
+        mod.seconds(text)
+    with pytest.raises(argparse.ArgumentTypeError):
+        mod.count(text)
 
 
 @pytest.mark.parametrize("argv", [["--cases", "bad"], ["--timeout", "nan"], ["--timeout", "-1"],

@@ -28,12 +28,12 @@ def console(*, stderr: bool = False):
 
 
 def add_format(p, what: str = "the tables") -> None:
-    """Add ``--format table|csv|md|json`` (how ``what`` are printed) to a subcommand."""
+    """Add ``--format table|csv|md|json`` (how to print ``what``) to a subcommand."""
     from .._console import FORMATS
 
     p.add_argument("--format", type=choice(FORMATS, "format"), default="table",
                    metavar="{" + ",".join(FORMATS) + "}",
-                   help=f"how {what} are printed on stdout: a table fitted to the terminal's "
+                   help=f"how to print {what} on stdout: a table fitted to the terminal's "
                         "width (COLUMNS), or csv / md (Markdown) / json records of the same "
                         "cells; with csv, md or json every other line goes to stderr "
                         "(default: table)")
@@ -55,6 +55,10 @@ def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: expected an integer, got '1_0'
+    >>> integer(0)("-0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an integer without a sign, got '-0'
     """
     def parse(text):
         if not _INT.fullmatch(str(text)):
@@ -63,6 +67,8 @@ def integer(minimum: int | None = None, maximum: int | None = 2**63 - 1):
             raise argparse.ArgumentTypeError(f"expected an integer of at most 40 digits, got "
                                              f"{len(str(text))} digits")
         v = int(text)
+        if v == 0 and str(text).startswith("-"):   # "-0": a sign that means nothing
+            raise argparse.ArgumentTypeError(f"expected an integer without a sign, got {text!r}")
         if minimum is not None and v < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
         if maximum is not None and v > maximum:

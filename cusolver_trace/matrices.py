@@ -93,6 +93,11 @@ def spd(n: int, *, batch=(), cond: float = 2.0, dtype="float64", device="cpu",
         Unsupported dtype; n or batch not ints.
     cusolver_trace.errors.GPUUnavailableError
         ``device`` is a CUDA device and no GPU is visible.
+    RuntimeError
+        torch's allocator cannot hold the matrices (``torch.OutOfMemoryError`` on a GPU):
+        they are built in float64 / complex128, several n × n at a time per matrix of the
+        batch, before the cast to ``dtype`` (the CLI refuses such sizes up front with an
+        estimate).
 
     Examples
     --------

@@ -21,6 +21,7 @@ from typing import Any
 
 from ._hook import call_kind
 from .events import library_of
+from .model import SCHEMA
 
 __all__ = ["TraceInputError", "FlatCall", "CallDifference", "TraceDiff", "load_trace_json",
            "flatten", "diff_traces", "calls_equal", "MAX_EDITS"]
@@ -118,6 +119,11 @@ def _nodes(obj, where: str) -> list:
     if not isinstance(obj, dict) or not str(obj.get("schema", "")).startswith(_SCHEMA_PREFIX):
         raise TraceInputError(f"{where}: not a cusolver-trace trace JSON (no "
                               f"'{_SCHEMA_PREFIX}…' schema)")
+    version = str(obj["schema"])[len(_SCHEMA_PREFIX):]
+    newest = int(SCHEMA[len(_SCHEMA_PREFIX):])
+    if not (version.isascii() and version.isdigit() and 1 <= int(version) <= newest):
+        raise TraceInputError(f"{where}: schema {obj['schema']!r} is not one this cusolver-trace "
+                              f"reads ({_SCHEMA_PREFIX}1 to {SCHEMA}; a newer release wrote it?)")
     calls = obj.get("calls")
     if calls is None:
         raise TraceInputError(f"{where}: this trace has no API calls (calls is null: the API "

@@ -405,7 +405,8 @@ def from_file(path, *, dtype=None, structure: str = "hpd") -> torch.Tensor:
         a = _read_npy(path)
     elif name.endswith((".mtx", ".mtx.gz")):
         a = _read_mtx(path)
-    else:
+    else:   # a missing file or a folder is named as such, before its type
+        _open_regular(path).close()
         raise InputFileError(f"{path}: unsupported file type; expected .npy, .mtx or .mtx.gz")
     if a.ndim < 2:
         raise InputFileError(f"{path}: holds a {a.ndim}-D array of shape {a.shape}; expected a "

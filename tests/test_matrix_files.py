@@ -455,12 +455,14 @@ def test_bad_files_one_line_each(tmp_path):
     _bad(_write(tmp_path / "trail.npy", good.getvalue() + b"junk"), "data after the end")
     _bad(_write(tmp_path / "short.npy", good.getvalue()[:-8]), "not a readable .npy file")
     _bad(_write(tmp_path / "a.txt", b"1"), "unsupported file type")
+    (tmp_path / "folder").mkdir()
+    _bad(tmp_path / "folder", "is a directory")       # before its (missing) extension
     os.mkfifo(tmp_path / "fifo.npy")
     _bad(tmp_path / "fifo.npy", "not a regular file")  # and does not block
 
 
 def test_missing_file_names_the_path(tmp_path):
-    for name in ("nope.npy", "nope.mtx", "nope.mtx.gz"):
+    for name in ("nope.npy", "nope.mtx", "nope.mtx.gz", "nope"):
         with pytest.raises(FileNotFoundError) as exc:
             M.from_file(tmp_path / name)
         assert str(tmp_path / name) in str(exc.value)

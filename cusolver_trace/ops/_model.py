@@ -553,8 +553,11 @@ class Op:
     def require_replay(self) -> None:
         """Raise :class:`OpError` unless :attr:`replayable`."""
         if not self.replayable:
+            from . import names
+
             raise OpError(f"op {self.name!r} has no replay of torch's library calls "
-                          "(no dispatch table / CPU replay): compare cannot run it")
+                          "(no dispatch table / CPU replay): compare cannot run it; it runs "
+                          + ", ".join(names(replayable=True)))
 
     def torch_path(self, *, batch: int, n: int, nrhs: int | None = None, dtype="float64",
                    device: str = "cuda", torch_version=None, preferred: str | None = None,

@@ -5,8 +5,8 @@ kernel runs; host work queued here with :func:`defer` runs there, before the wai
 work hides its cost. What is deferred: the queue put with which the first ``auto`` call of a
 new shape asks the background thread for its fused kernel (waking that thread costs ~14 µs of
 host time on the H200's host, development data from a timer around the put: a part of a first
-call that runs torch's path). Whatever is still queued runs at the next :func:`run` (the next readiness question or
-query); nothing here is ever dropped.
+call that runs torch's path). Whatever is still queued runs at the next :func:`run` (the
+next readiness question or query); nothing here is ever dropped.
 """
 from __future__ import annotations
 

@@ -140,3 +140,66 @@ def test_mirror_triangle_kernel(dtype, upper, n):
     if ref.is_complex():
         ref.diagonal(dim1=-2, dim2=-1).imag.zero_()
     assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("n", [1000, 3000])
+def test_mirror_triangle_kernel_large(n):
+    """Tiles across the whole matrix (the 32 x 8 threads' four rows each), float64 lower."""
+    from cusolver_trace.backends import cuda_plans
+    from cusolver_trace.backends._context import on_device
+
+    X = torch.randn(1, n, n, dtype=torch.float64, device="cuda")
+    w = X.mT.contiguous()
+    with on_device(w.device):
+        cuda_plans.mirror_triangle(w, False)
+    assert torch.equal(w.mT, X.tril() + X.tril(-1).mT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [5, 300, 1000])
+def test_gemm_lauum_copies_only_the_triangle_bitwise_as_the_whole(monkeypatch, dtype, upper, n):
+    """A column-major factor with NaN in the triangle not read: copying only its triangle
+    (copy_triangle) gives the same bits as copying it whole, and the input is unchanged."""
+    from cusolver_trace.backends import cuda_plans
+
+    A = spd(n, cond=1e4, dtype=dtype, device="cuda", seed=n)
+    L = torch.linalg.cholesky(A, upper=upper)
+    other = torch.ones(n, n, dtype=torch.bool, device="cuda")
+    other = other.tril(-1) if upper else other.triu(1)
+    G = torch.where(other, torch.full_like(L, float("nan")), L).mT.contiguous().mT
+    before = G.clone()
+    used = []
+    real = cuda_plans.copy_triangle
+    monkeypatch.setattr(cuda_plans, "copy_triangle",
+                        lambda *a: (used.append(a[2]), real(*a))[1])
+    monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_MIN_N", 1)
+    monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_BLOCKS", 7)
+    tri, _ = cuda_plans.gemm_lauum(G, upper)
+    assert used == [upper]
+    monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_MIN_N", 10**9)
+    whole, _ = cuda_plans.gemm_lauum(G, upper)
+    assert used == [upper]
+    assert torch.isfinite(tri).all() and torch.equal(tri, whole)
+    assert torch.equal(G.isnan(), before.isnan()) and torch.equal(G.nan_to_num(), before.nan_to_num())
+    assert float(checks.pot03(A, tri, upper)) < 30
+
+
+def test_auto_at_large_n_copies_only_the_triangle(monkeypatch):
+    """cholesky_inverse(method="auto") on one float64 factor of order 4096 from
+    torch.linalg.cholesky (column-major) takes the triangle copy; a row-major factor the
+    whole copy; both agree bitwise."""
+    from cusolver_trace.backends import cuda_plans
+
+    n = 4096
+    A = spd(n, cond=1e3, dtype="float64", device="cuda", seed=1)
+    L = torch.linalg.cholesky(A)
+    used = []
+    real = cuda_plans.copy_triangle
+    monkeypatch.setattr(cuda_plans, "copy_triangle", lambda *a: (used.append(1), real(*a))[1])
+    assert routines.inverse_method(L, "auto") == "gemm_lauum"
+    X = ct.cholesky_inverse(L, method="auto")
+    assert used == [1]
+    Y = ct.cholesky_inverse(L.contiguous(), method="auto")
+    assert used == [1] and torch.equal(X, Y)
+    assert float(checks.pot03(A, X)) < 30

@@ -34,7 +34,7 @@ from ..raw import cublas as cb
 from ..raw import cublas_modes as cbm
 from ..raw import cusolver as cs
 from . import _mirror
-from ._context import cupy_stream, on_device, pointer_array
+from ._context import cupy_stream, current_stream_ptr, on_device, pointer_array
 from ._mirror import mirror_triangle  # noqa: F401  (its public name here: tests use it)
 from .cuda import _info, _ptr, _side, colmajor, fill_mode, matrices, operation
 
@@ -307,14 +307,60 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite
     fill = _fill_mode(dt.name, params)
     plan = inverse_plan(n, upper, dtype=dt.name, **params)
     own = c.mT.reshape(-1, n, n) if overwrite and c.mT.is_contiguous() else None
-    mats = _plan_buffers(c.reshape(-1, n, n), plan, own)
+    tri = own is None and _triangle_copy(c)
+    mats = _plan_buffers(c.reshape(-1, n, n), plan, own, copy_first=not tri)
     with on_device(c.device) as ctx:
+        if tri:
+            copy_triangle(mats[0][0], c, upper, current_stream_ptr(c.get_device()))
         run = plan_runner(ctx, dt, (plan.calls,), mats[0], extra=mats[1:])
         with emulation(run.handles, emulate):
             for b in range(mats[0].shape[0]):
                 run(plan.calls, 0, 0, [_ptr(m, b) for m in mats])
         out = _hermitian(mats[plan.result], upper, fill, dt)
     return out.reshape(c.shape), None
+
+
+#: The order from which :func:`gemm_lauum` copies only the factor's triangle into the plan's
+#: matrix 0 (:func:`copy_triangle`), for one matrix stored column-major: the plan reads
+#: nothing else of matrix 0 before writing it (tests/test_plans_dag_cpu.py runs every plan
+#: variant with NaN in the other triangle), so the copy moves about half the bytes.
+TRIANGLE_COPY_MIN_N = 2048
+#: Column blocks of :func:`copy_triangle`: the copied area is (1/2 + 1/(2·blocks))·n².
+TRIANGLE_COPY_BLOCKS = 32
+
+
+def _triangle_copy(c: torch.Tensor) -> bool:
+    """Whether :func:`gemm_lauum` copies only the triangle of ``c``: one matrix of order at
+    least :data:`TRIANGLE_COPY_MIN_N` stored column-major (``c.mT`` contiguous, as torch's
+    and cuSOLVER's factors), no conjugate or negative bit (the copy moves bytes as
+    stored)."""
+    n = c.shape[-1]
+    return (n >= TRIANGLE_COPY_MIN_N and c.numel() == n * n and c.mT.is_contiguous()
+            and not c.is_conj() and not c.is_neg())
+
+
+def copy_triangle(dst: torch.Tensor, src: torch.Tensor, upper: bool, stream: int) -> None:
+    """``dst`` ← the ``upper`` / lower triangle of ``src`` (and the diagonal blocks' other
+    parts), both one column-major n × n matrix: ``dst`` a contiguous ``(n, n)`` tensor
+    holding it (``dst.mT`` is the matrix), ``src`` with ``src.mT`` contiguous. One
+    ``cudaMemcpy2DAsync`` per block of :data:`TRIANGLE_COPY_BLOCKS` column blocks on
+    ``stream``: block [c0, c1) copies rows c0…n−1 of its columns (``upper``: rows 0…c1−1),
+    each column's part contiguous, the pitch n elements. The rest of ``dst`` is left as it
+    was. The device of both is current."""
+    n = src.shape[-1]
+    if n == 0:
+        return
+    rt = _load.cupy().cuda.runtime
+    isz, d0, s0 = src.element_size(), dst.data_ptr(), src.data_ptr()
+    pitch = n * isz
+    width = -(-n // TRIANGLE_COPY_BLOCKS)
+    for c0 in range(0, n, width):
+        c1 = min(n, c0 + width)
+        first = 0 if upper else c0                  # the first row copied in these columns
+        rows = c1 if upper else n - c0
+        off = (first + c0 * n) * isz
+        rt.memcpy2DAsync(d0 + off, pitch, s0 + off, pitch, rows * isz, c1 - c0,
+                         rt.memcpyDeviceToDevice, stream)
 
 
 def _fill_mode(dtype_name, params):
@@ -325,10 +371,11 @@ def _fill_mode(dtype_name, params):
     return fill
 
 
-def _plan_buffers(x, plan, first=None):
+def _plan_buffers(x, plan, first=None, copy_first=True):
     """One contiguous ``(batch, n, n)`` tensor per matrix of the plan (each matrix stored
     column-major): matrix 0 the column-major copy of ``x`` (or ``first``, already that
-    storage), the ``identity`` ones I."""
+    storage; ``copy_first=False``: left uninitialized, for the caller to fill), the
+    ``identity`` ones I."""
     n = x.shape[-1]
     mats = []
     for q in range(plan.matrices):
@@ -336,7 +383,7 @@ def _plan_buffers(x, plan, first=None):
             mats.append(first)
             continue
         m = torch.empty((x.shape[0], n, n), dtype=x.dtype, device=x.device)
-        if q == 0:
+        if q == 0 and copy_first:
             m.copy_(x.mT)
         elif q in plan.identity:
             m.zero_()

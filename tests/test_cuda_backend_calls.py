@@ -667,52 +667,7 @@ def test_inverse_check_reuses_its_record_buffer_per_stream(kernel, raw):
     assert state.acc.buf is not buf and state.acc.stream == 99
 
 
-# --------------------------------------------------------------------------- copy_triangle
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
-@pytest.mark.parametrize("upper", [False, True])
-@pytest.mark.parametrize("n,blocks", [(1, 32), (5, 32), (37, 4), (64, 32), (100, 7)])
-def test_copy_triangle_addresses_the_column_blocks(monkeypatch, dtype, upper, n, blocks):
-    """The 2-D copies of copy_triangle, replayed on host memory (one memmove per column of
-    each block): the whole ``upper`` / lower triangle arrives, at most one column block's
-    width of the other is touched, the source is unchanged, and every copy is on the stream
-    given, device to device."""
-    from cusolver_trace.backends import cuda_plans
-    from cusolver_trace.raw import _load
-
-    seen = []
-
-    class Runtime:
-        memcpyDeviceToDevice = 3
-
-        @staticmethod
-        def memcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream):
-            seen.append((kind, stream, width, height))
-            assert dpitch == spitch and width <= dpitch
-            for col in range(height):
-                ctypes.memmove(dst + col * dpitch, src + col * spitch, width)
-
-    class FakeCupy:
-        class cuda:
-            runtime = Runtime
-
-    monkeypatch.setattr(_load, "cupy", lambda: FakeCupy)
-    monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_BLOCKS", blocks)
-    src = torch.randn(n, n, dtype=dtype).mT.contiguous().mT       # column-major storage
-    before = src.clone()
-    dst = torch.full((n, n), 7.0, dtype=dtype)                     # dst.mT is the matrix
-    cuda_plans.copy_triangle(dst, src, upper, 0xBEEF)
-    got = dst.mT
-    tri = torch.ones(n, n, dtype=torch.bool).triu() if upper else torch.ones(n, n, dtype=torch.bool).tril()
-    assert torch.equal(got[tri], src[tri])
-    width = -(-n // blocks)
-    copied = (got != 7.0) | tri
-    # what else arrived lies within a block's diagonal square
-    i, j = torch.nonzero(copied & ~tri, as_tuple=True)
-    assert bool(((i // width) == (j // width)).all())
-    assert torch.equal(src, before)
-    assert all(k == 3 and s == 0xBEEF for k, s, _, _ in seen) and len(seen) == -(-n // width)
-
-
+# --------------------------------------------------------------------------- the triangle copy
 def test_gemm_lauum_takes_the_triangle_copy_only_for_one_large_column_major_matrix():
     from cusolver_trace.backends import cuda_plans
 

@@ -157,6 +157,29 @@ def test_mirror_triangle_kernel_large(n):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 31, 33, 100])
+def test_copy_triangle_kernel(dtype, upper, n):
+    """The triangle's tiles arrive (the diagonal tiles whole), nothing else of dst is
+    touched, the source is unchanged."""
+    from cusolver_trace.backends import cuda_plans
+    from cusolver_trace.backends._context import on_device
+
+    src = torch.randn(n, n, dtype=getattr(torch, dtype), device="cuda").mT.contiguous().mT
+    before = src.clone()
+    dst = torch.full((n, n), 7.0, dtype=src.dtype, device="cuda")   # dst.mT is the matrix
+    with on_device(dst.device):
+        cuda_plans.copy_triangle(dst, src, upper)
+    got = dst.mT
+    i = torch.arange(n, device="cuda")
+    tri = (i[:, None] <= i[None, :]) if upper else (i[:, None] >= i[None, :])
+    tiles = tri | ((i[:, None] // 32) == (i[None, :] // 32))
+    assert torch.equal(got[tiles], src[tiles])
+    assert bool((got[~tiles] == 7.0).all())
+    assert torch.equal(src, before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [5, 300, 1000])
 def test_gemm_lauum_copies_only_the_triangle_bitwise_as_the_whole(monkeypatch, dtype, upper, n):
     """A column-major factor with NaN in the triangle not read: copying only its triangle
@@ -174,7 +197,6 @@ def test_gemm_lauum_copies_only_the_triangle_bitwise_as_the_whole(monkeypatch, d
     monkeypatch.setattr(cuda_plans, "copy_triangle",
                         lambda *a: (used.append(a[2]), real(*a))[1])
     monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_MIN_N", 1)
-    monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_BLOCKS", 7)
     tri, _ = cuda_plans.gemm_lauum(G, upper)
     assert used == [upper]
     monkeypatch.setattr(cuda_plans, "TRIANGLE_COPY_MIN_N", 10**9)

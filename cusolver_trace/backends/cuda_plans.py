@@ -34,8 +34,8 @@ from ..raw import cublas as cb
 from ..raw import cublas_modes as cbm
 from ..raw import cusolver as cs
 from . import _mirror
-from ._context import cupy_stream, current_stream_ptr, on_device, pointer_array
-from ._mirror import mirror_triangle  # noqa: F401  (its public name here: tests use it)
+from ._context import cupy_stream, on_device, pointer_array
+from ._mirror import copy_triangle, mirror_triangle  # noqa: F401  (tests use mirror_triangle here)
 from .cuda import _info, _ptr, _side, colmajor, fill_mode, matrices, operation
 
 __all__ = ["plan_runner", "trtri_lauum", "gemm_lauum", "potrf_gemm_lauum", "potrf_trsm_batched_factor",
@@ -301,7 +301,9 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite
     FP64 / complex128 GEMM-class calls only). ``overwrite``: when each matrix of ``c`` is
     stored column-major in one contiguous buffer (``c.mT`` contiguous, as a
     :func:`.cuda.potrf` factor), the plan works in that storage (matrix 0) instead of a
-    copy, and ``c`` is destroyed: the factor becomes the result (one n × n buffer less)."""
+    copy, and ``c`` is destroyed: the factor becomes the result (one n × n buffer less).
+    One matrix of order >= :data:`TRIANGLE_COPY_MIN_N` stored that way is copied by its
+    triangle only (:func:`copy_triangle`)."""
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
     fill = _fill_mode(dt.name, params)
@@ -311,7 +313,7 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite
     mats = _plan_buffers(c.reshape(-1, n, n), plan, own, copy_first=not tri)
     with on_device(c.device) as ctx:
         if tri:
-            copy_triangle(mats[0][0], c, upper, current_stream_ptr(c.get_device()))
+            copy_triangle(mats[0][0], c.reshape(n, n), upper, dt)
         run = plan_runner(ctx, dt, (plan.calls,), mats[0], extra=mats[1:])
         with emulation(run.handles, emulate):
             for b in range(mats[0].shape[0]):
@@ -325,42 +327,16 @@ def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite
 #: nothing else of matrix 0 before writing it (tests/test_plans_dag_cpu.py runs every plan
 #: variant with NaN in the other triangle), so the copy moves about half the bytes.
 TRIANGLE_COPY_MIN_N = 2048
-#: Column blocks of :func:`copy_triangle`: the copied area is (1/2 + 1/(2·blocks))·n².
-TRIANGLE_COPY_BLOCKS = 32
 
 
 def _triangle_copy(c: torch.Tensor) -> bool:
     """Whether :func:`gemm_lauum` copies only the triangle of ``c``: one matrix of order at
     least :data:`TRIANGLE_COPY_MIN_N` stored column-major (``c.mT`` contiguous, as torch's
-    and cuSOLVER's factors), no conjugate or negative bit (the copy moves bytes as
+    and cuSOLVER's factors), no conjugate or negative bit (the copy moves elements as
     stored)."""
     n = c.shape[-1]
     return (n >= TRIANGLE_COPY_MIN_N and c.numel() == n * n and c.mT.is_contiguous()
             and not c.is_conj() and not c.is_neg())
-
-
-def copy_triangle(dst: torch.Tensor, src: torch.Tensor, upper: bool, stream: int) -> None:
-    """``dst`` ← the ``upper`` / lower triangle of ``src`` (and the diagonal blocks' other
-    parts), both one column-major n × n matrix: ``dst`` a contiguous ``(n, n)`` tensor
-    holding it (``dst.mT`` is the matrix), ``src`` with ``src.mT`` contiguous. One
-    ``cudaMemcpy2DAsync`` per block of :data:`TRIANGLE_COPY_BLOCKS` column blocks on
-    ``stream``: block [c0, c1) copies rows c0…n−1 of its columns (``upper``: rows 0…c1−1),
-    each column's part contiguous, the pitch n elements. The rest of ``dst`` is left as it
-    was. The device of both is current."""
-    n = src.shape[-1]
-    if n == 0:
-        return
-    rt = _load.cupy().cuda.runtime
-    isz, d0, s0 = src.element_size(), dst.data_ptr(), src.data_ptr()
-    pitch = n * isz
-    width = -(-n // TRIANGLE_COPY_BLOCKS)
-    for c0 in range(0, n, width):
-        c1 = min(n, c0 + width)
-        first = 0 if upper else c0                  # the first row copied in these columns
-        rows = c1 if upper else n - c0
-        off = (first + c0 * n) * isz
-        rt.memcpy2DAsync(d0 + off, pitch, s0 + off, pitch, rows * isz, c1 - c0,
-                         rt.memcpyDeviceToDevice, stream)
 
 
 def _fill_mode(dtype_name, params):

@@ -1,5 +1,6 @@
 """benchmarks/large_n_table.py (issue 27's memory and time table) on the CPU: its arguments
-are parsed strictly, and without a GPU it says so and exits 2."""
+are parsed strictly, without a GPU it says so and exits 2, and a row is timed alternately with
+its baseline."""
 from __future__ import annotations
 
 import argparse
@@ -60,3 +61,36 @@ def test_an_output_over_the_script_or_to_stdout_is_refused(target, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and ("overwritten" in err or "to a file" in err)
     assert script.read_bytes() == before
+
+
+def test_rows_are_timed_call_by_call_alternately_with_the_baseline(monkeypatch):
+    """One warm-up call of each, then rounds of one call each in turn; each median is of that
+    function's own calls (fake CUDA events whose elapsed time is what the call reported)."""
+    import torch
+
+    log, clock = [], [0.0]
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    def call(name, ms):
+        def fn():
+            log.append(name)
+            clock[0] += ms
+        return fn
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    got = table._time([call("row", 2.0), call("torch", 5.0)], 3)
+    assert log == ["row", "torch"] + ["row", "torch"] * 3
+    assert got == [2.0, 5.0]

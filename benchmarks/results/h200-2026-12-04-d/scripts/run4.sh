@@ -1,0 +1,6 @@
+#!/bin/bash
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 9
+export PYTHONPATH=/tmp/site:$PWD LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:$LD_LIBRARY_PATH PYTHONUNBUFFERED=1
+export XDG_CACHE_HOME=/tmp/xdg; mkdir -p /tmp/xdg
+timeout 200 python3 devrun/s16/prof2.py > $OUT/prof2.txt 2>&1; echo "rc $?" >> $OUT/prof2.txt
+cat $OUT/prof2.txt

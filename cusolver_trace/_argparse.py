@@ -4,6 +4,8 @@ options that store a value given once. Used by the ``cusolver-trace`` subcommand
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 
 EXIT_USAGE = 2
 
@@ -69,6 +71,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         if namespace is None:
             namespace = argparse.Namespace()
+        self._argv = list(sys.argv[1:] if args is None else args)
         try:
             return super().parse_known_args(args, namespace)
         finally:   # also after an error: a caller may catch SystemExit and parse again
@@ -76,4 +79,20 @@ class Parser(argparse.ArgumentParser):
                 delattr(namespace, _SEEN)
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._dash_hint(message)} (see "
+                              f"{self.prog} --help)\n")
+
+    def _dash_hint(self, message) -> str:
+        """For argparse's "expected one argument" where the value typed starts with ``-``
+        (``--n -5,6``: argparse reads it as an option), how to pass it so that the option's
+        own parser judges it."""
+        m = re.fullmatch(r"argument ([^:]*): expected one argument", message)
+        if m is None:
+            return ""
+        argv = getattr(self, "_argv", [])
+        for opt in m.group(1).split("/"):
+            for i, tok in enumerate(argv[:-1]):
+                if tok == opt and argv[i + 1].startswith("-") and argv[i + 1] != "--":
+                    return (f" (a value that starts with '-' is read as an option: write "
+                            f"{opt}={argv[i + 1]})")
+        return ""

@@ -56,6 +56,35 @@ def test_an_option_given_twice_is_refused(argv, capsys):
     assert f"{opt.split('=')[0]} given more than once" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,hint", [
+    (["sweep", "--op", "cholesky", "--n", "-5,6", "--out", "x.json"], "write --n=-5,6"),
+    (["compare", "--op", "cholesky", "--n", "-4,8"], "write --n=-4,8"),
+    (["sweep", "--op", "cholesky", "--n", "8", "--cond", "-1e3", "--out", "x.json"],
+     "write --cond=-1e3"),
+])
+def test_a_value_starting_with_a_dash_is_explained(argv, hint, capsys):
+    """argparse reads a value such as -5,6 as an option (only plain negative numbers, -3 or
+    -0.5, pass as values) and says only "expected one argument"; the message says how to
+    pass it (one line, exit 2), and passed that way the option's own parser judges it."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and hint in err
+    opt = hint.split()[-1]
+    fixed = [a for a in argv if a not in (opt.split("=")[0], opt.split("=", 1)[1])]
+    with pytest.raises(SystemExit) as e:
+        main(fixed + [opt])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "expected one argument" not in err
+
+
+def test_a_missing_value_is_not_given_the_dash_hint(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--op", "cholesky", "--n"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "expected one argument" in err and "write" not in err
+
+
 def test_options_given_once_parse_as_before(tmp_path):
     """The check leaves nothing behind in the parsed arguments, and a repeatable option
     (devices --device) and the program's own arguments after -- are not counted."""

@@ -117,7 +117,7 @@ def test_flatten_expands_counts_and_nesting():
     (b'{"schema": "cusolver-trace/trace/999", "calls": []}', "is not one this cusolver-trace reads"),
     (b'{"schema": "cusolver-trace/trace/0", "calls": []}', "is not one this cusolver-trace reads"),
     (b'{"schema": "cusolver-trace/trace/", "calls": []}', "is not one this cusolver-trace reads"),
-    (b'{"schema": "cusolver-trace/trace/\u0663", "calls": []}', "is not one this cusolver-trace reads"),
+    (b'{"schema": "cusolver-trace/trace/\\u0663", "calls": []}', "is not one this cusolver-trace reads"),
     (b'{"schema": "cusolver-trace/trace/1", "calls": null}', "no API calls"),
     (b'{"schema": "cusolver-trace/trace/1", "calls": {}}', "not a list"),
     (b'{"schema": "cusolver-trace/trace/1", "calls": [{"function": 1}]}', "malformed call node"),

@@ -225,3 +225,25 @@ def test_auto_at_large_n_copies_only_the_triangle(monkeypatch):
     Y = ct.cholesky_inverse(L.contiguous(), method="auto")
     assert used == [1] and torch.equal(X, Y)
     assert float(checks.pot03(A, X)) < 30
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("method", ["potrs", "trsm", "trtri_lauum", "rec_trtri_lauum",
+                                    "gemm_lauum", "torch"])
+def test_a_complex_factor_with_a_diagonal_not_real_is_read_as_given(dtype, upper, method):
+    """L·diag(phases) (diag(phases)·U) with unit phases has the same L·Lᴴ (Uᴴ·U) = A: every
+    method but potri (LAPACK's reading, the diagonal taken as real) returns inv(A)."""
+    n = 200
+    A = spd(n, cond=1e3, dtype=dtype, device="cuda", seed=3, batch=(2,))
+    L = torch.linalg.cholesky(A, upper=upper)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    theta = torch.rand(2, n, device="cuda", generator=g,
+                       dtype=torch.float64 if dtype == "complex128" else torch.float32) * 6.28
+    phase = torch.polar(torch.ones_like(theta), theta)
+    F = phase[:, :, None] * L if upper else L * phase[:, None, :]
+    assert float(F.diagonal(dim1=-2, dim2=-1).imag.abs().max()) > 0.1
+    before = F.clone()
+    X = ct.cholesky_inverse(F, upper, method=method)
+    assert float(checks.pot03(A, X, upper)) < 30
+    assert torch.equal(F, before)

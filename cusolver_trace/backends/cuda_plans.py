@@ -273,6 +273,8 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
     dt = dtype_info(c.dtype)
     n = c.shape[-1]
     w = colmajor(c)
+    if dt.is_complex:
+        _real_diagonal(w, upper)
     uplo = "U" if upper else "L"
     inv = trtri_plan(n, upper) if recursive else [Call("trtri", uplo, n, n, (0, 0))]
     mul = lauum_plan(n, upper, dtype=dt.name)
@@ -288,6 +290,25 @@ def trtri_lauum(c: torch.Tensor, upper: bool, recursive: bool):
                 run(plan, _ptr(w, b), _ptr(info, b))
         out = _hermitian(w, upper, "kernel", dt)   # in place: the copy is the result
     return out.reshape(c.shape), info
+
+
+def _real_diagonal(w: torch.Tensor, upper: bool) -> None:
+    """Give the complex factors in the working copy ``w`` (``(batch, n, n)``, ``w[b, j, i]``
+    = L[i, j], as :func:`.cuda.colmajor` makes it) a real diagonal without changing L·Lᴴ
+    (Uᴴ·U): each column of L (row of U) times the conjugate phase of its diagonal element, a
+    unit complex number. cuSOLVER's lauum, as LAPACK's, takes its triangle's diagonal as real,
+    so without this the trtri_lauum plans returned potri's reading of a factor whose diagonal
+    is not real, not inv(L·Lᴴ) as every other method but ``potri``. A real positive diagonal
+    element gives the factor 1: such factors are unchanged (up to the sign of a zero
+    imaginary part). Zero or non-finite elements keep 1 (the check reports them from the
+    factor itself)."""
+    d = w.diagonal(dim1=-2, dim2=-1)
+    a = d.abs()
+    ok = (a > 0) & torch.isfinite(a)
+    # real divisions: a complex division by a + 0i would not give exactly 1 for d = a
+    phase = torch.where(ok, torch.complex(d.real / a, d.imag / a), torch.ones_like(d))
+    w.mul_(phase.conj().unsqueeze(-2 if upper else -1))
+    d.copy_(torch.where(ok, a.to(d.dtype), d))   # |d| exactly, not d·conj(d/|d|) rounded
 
 
 def gemm_lauum(c: torch.Tensor, upper: bool, *, emulate: bool = False, overwrite: bool = False,

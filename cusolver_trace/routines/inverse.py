@@ -350,7 +350,10 @@ def cholesky_inverse(L: ArrayLike, upper: bool = False, *, method: str = "potrs"
 
         * ``"potrs"`` (default) — ``cusolverDnXpotrs`` on the identity, torch's
           CUDA path (LAPACK ``?potrs`` on the CPU); not exactly Hermitian.
-        * ``"potri"`` — ``?potri`` + mirror, torch's CPU path; exactly Hermitian.
+        * ``"potri"`` — ``?potri`` + mirror, torch's CPU path; exactly Hermitian. As
+          LAPACK, it takes a complex factor's diagonal as real (a factor from potrf has a
+          real one); every other method reads it as given, so for a factor whose diagonal
+          is not real only ``potri`` (and torch's CPU path) differ from inv(L·Lᴴ).
         * ``"trsm"`` / ``"trsm_batched"`` (GPU only) — two cuBLAS ``trsm`` /
           ``trsmBatched`` solves on the identity (torch >= 2.12 for batch > 1).
         * ``"trtri_lauum"`` / ``"rec_trtri_lauum"`` — ``trtri`` then ``lauum`` as

@@ -296,9 +296,9 @@ def _real_diagonal(w: torch.Tensor, upper: bool) -> None:
     """Give the complex factors in the working copy ``w`` (``(batch, n, n)``, ``w[b, j, i]``
     = L[i, j], as :func:`.cuda.colmajor` makes it) a real diagonal without changing L·Lᴴ
     (Uᴴ·U): each column of L (row of U) times the conjugate phase of its diagonal element, a
-    unit complex number. cuSOLVER's lauum, as LAPACK's, takes its triangle's diagonal as real,
-    so without this the trtri_lauum plans returned potri's reading of a factor whose diagonal
-    is not real, not inv(L·Lᴴ) as every other method but ``potri``. A real positive diagonal
+    unit complex number. cuSOLVER's lauum, as LAPACK's, takes its triangle's diagonal as real:
+    with the factor's made real, the trtri_lauum plans return inv(L·Lᴴ) for any complex
+    factor, as every method but ``potri`` (LAPACK's reading) does. A real positive diagonal
     element gives the factor 1: such factors are unchanged (up to the sign of a zero
     imaginary part). Zero or non-finite elements keep 1 (the check reports them from the
     factor itself)."""

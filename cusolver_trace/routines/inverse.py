@@ -10,8 +10,8 @@ import numpy as np
 
 from .._arrays import Array, ArrayLike, as_numpy, flag, wrap
 from ..backends import cpu as _cpu
-from ..errors import NonFiniteError, SingularFactorError
 from ..backends._waiting import run as run_waiting
+from ..errors import NonFiniteError, SingularFactorError
 from ._table import AutoRule, Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
 from .cholesky import factor_operand
 

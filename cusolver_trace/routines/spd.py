@@ -9,9 +9,9 @@ import numpy as np
 
 from .._arrays import Array, ArrayLike, as_numpy, flag, operand, require_square, wrap
 from ..backends import cpu as _cpu
+from ..backends._waiting import run as run_waiting
 from ._table import Impl, Table, cuda, device_of, empty_result, fused, raise_for_info
 from .cholesky import POTRF, flag_nan_pivots
-from ..backends._waiting import run as run_waiting
 from .inverse import CHOLESKY_INVERSE, INVERSE_METHODS, raise_for_status
 
 

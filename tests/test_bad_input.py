@@ -78,6 +78,21 @@ def test_a_value_starting_with_a_dash_is_explained(argv, hint, capsys):
     assert e.value.code == 2 and err.count("\n") == 1 and "expected one argument" not in err
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tail=st.text(alphabet="0123456789,.xe-", min_size=1, max_size=8))
+def test_any_dash_value_of_a_list_option_is_one_line_and_exit_2(tail, capsys):
+    """Every value that starts with '-' given to --n, before the option's own parser sees it
+    or after (argparse takes plain negative numbers as values): exit 2, one line, no
+    traceback; the argument list is not changed."""
+    argv = ["compare", "--op", "cholesky", "--n", "-" + tail, "--repeat", "0"]
+    before = list(argv)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert argv == before
+
+
 def test_a_missing_value_is_not_given_the_dash_hint(capsys):
     with pytest.raises(SystemExit) as e:
         main(["compare", "--op", "cholesky", "--n"])
